@@ -1,0 +1,12 @@
+// Command lathe lists, describes and calls the tools of a workspace.
+//
+// Run `lathe --help` for the commands; docs/cli.md has the whole reference.
+package main
+
+import (
+	"os"
+
+	"github.com/lathe-tools/lathe/internal/cli"
+)
+
+func main() { os.Exit(cli.Main()) }

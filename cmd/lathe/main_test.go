@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/lathe-tools/lathe/internal/cli"
+	"github.com/lathe-tools/lathe/runtime/builtin"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"lathe": func() { os.Exit(cli.Main()) },
+		// lathe-test is lathe with tools that misbehave on purpose.
+		"lathe-test": func() { os.Exit(cli.MainWith(testTools()...)) },
+	})
+}
+
+// testTools are tools that reach the failure paths the standard tools
+// cannot: one that never finishes, one that panics, one that asks.
+func testTools() []tool.Tool {
+	return []tool.Tool{
+		builtin.Must(builtin.Func(tool.Definition{Name: "slow", Summary: "Wait until cancelled."},
+			func(ctx context.Context, _ struct{}) (string, error) {
+				fmt.Fprintln(os.Stderr, "slow: started")
+				<-ctx.Done()
+				return "", ctx.Err()
+			})),
+		builtin.Must(builtin.Func(tool.Definition{Name: "boom", Summary: "Panic."},
+			func(context.Context, struct{}) (string, error) { panic("boom goes the tool") })),
+		builtin.Must(builtin.Func(tool.Definition{Name: "confirm", Summary: "Ask before saying hello."},
+			func(ctx context.Context, in struct {
+				Name string `json:"name"`
+			}) (string, error) {
+				a, err := builtin.Ask(ctx, tool.Question{ID: "sure", Text: "Greet " + in.Name + "?", Kind: tool.QuestionBoolean})
+				if err != nil {
+					return "", err
+				}
+				if !builtin.AnswerBool(a) {
+					return "", errors.New("not greeting " + in.Name)
+				}
+				return "hello, " + in.Name, nil
+			})),
+	}
+}
+
+// TestScripts runs the scripts in testdata/script. Beyond testscript's own
+// commands they have:
+//
+//	exits N CMD ARGS...   run CMD and check that it exits with code N
+//	sleep DURATION        wait, e.g. for a background command to start
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			// Keep the user's own configuration out of the scripts.
+			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/.config")
+			env.Setenv("HOME", env.WorkDir)
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits": exits,
+			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
+				d, err := time.ParseDuration(args[0])
+				if neg || len(args) != 1 || err != nil {
+					ts.Fatalf("usage: sleep DURATION")
+				}
+				time.Sleep(d)
+			},
+		},
+	})
+}
+
+func exits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits N CMD ARGS...")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: %v", err)
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exits: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
+}

@@ -1,0 +1,280 @@
+package config
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// Config is what the config files say, merged. Its zero value, and a nil
+// *Config, configure nothing: every setting is the engine's default.
+//
+// Each field tagged `toml:"…"` is a key (or a table) of the file; see the
+// decoder's rules in decode.go for what each Go type accepts.
+type Config struct {
+	// Defaults holds the [defaults] table: settings for every tool.
+	Defaults Defaults `toml:"defaults"`
+	// Tools holds the [tools.NAME] tables, keyed by NAME: overrides for one tool.
+	Tools map[string]*Tool `toml:"tools"`
+	// Files names the files that were read, lowest precedence first.
+	Files []string `toml:"-"`
+}
+
+// Defaults is the [defaults] table.
+type Defaults struct {
+	// Timeout bounds one call of any tool that sets none itself, as in
+	// timeout = "60s". Zero means the engine's default.
+	Timeout time.Duration `toml:"timeout"`
+	// MaxOutputBytes caps the output a call may return, in bytes. Zero means
+	// the engine's default.
+	MaxOutputBytes int `toml:"max_output_bytes"`
+}
+
+// Tool is a [tools.NAME] table: overrides for the tool named NAME.
+type Tool struct {
+	// Name is NAME; it matches [tool.NamePattern].
+	Name string `toml:"-"`
+	// Enable = false hides the tool; nil means it was not said.
+	Enable *bool `toml:"enable"`
+	// Timeout bounds one call of this tool, as in timeout = "30s". Zero means
+	// the tool's own timeout, or the default.
+	Timeout time.Duration `toml:"timeout"`
+	// Summary replaces the one-line summary a model sees.
+	Summary string `toml:"summary"`
+	// Description replaces the full description.
+	Description string `toml:"description"`
+	// Pos is where the table was defined, in the file that won.
+	Pos Pos `toml:"-"`
+}
+
+// Pos is a place in a config file.
+type Pos struct {
+	File string
+	Line int
+}
+
+// String returns "file:line", or the file alone when the line is not known.
+func (p Pos) String() string {
+	if p.Line <= 0 {
+		return p.File
+	}
+	return p.File + ":" + strconv.Itoa(p.Line)
+}
+
+// Error is one problem found in a config file. Parse, Load and Unused return
+// one, or several joined with errors.Join; errors.As reaches each.
+type Error struct {
+	Pos Pos
+	// Msg says what is wrong, naming the key, as in
+	// `defaults.timeout: invalid duration "5 parsecs"`.
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
+
+// Parse decodes one config file; name is used in positions and errors. It
+// reports every problem it finds, each with its line: a TOML syntax error
+// (only the first, as parsing stops there), an unknown key, a value of the
+// wrong type, a bad value, a tool name that is not valid.
+func Parse(name string, data []byte) (*Config, error) {
+	cfg := &Config{}
+	errs := parse(name, data, cfg)
+	names := slices.Sorted(maps.Keys(cfg.Tools))
+	for _, n := range names {
+		t := cfg.Tools[n]
+		t.Name = n
+		if !tool.ValidName(n) {
+			errs = append(errs, &Error{Pos: t.Pos, Msg: fmt.Sprintf(
+				"[%s] invalid tool name: it must match %s",
+				keyString([]string{"tools", n}), tool.NamePattern)})
+		}
+	}
+	if err := joinSorted(errs); err != nil {
+		return nil, err
+	}
+	cfg.Files = []string{name}
+	return cfg, nil
+}
+
+// joinSorted joins errs in the order of their positions.
+func joinSorted(errs []error) error {
+	slices.SortStableFunc(errs, func(a, b error) int {
+		var ea, eb *Error
+		if !errors.As(a, &ea) || !errors.As(b, &eb) {
+			return 0
+		}
+		return cmp.Or(cmp.Compare(ea.Pos.File, eb.Pos.File), cmp.Compare(ea.Pos.Line, eb.Pos.Line))
+	})
+	return join(errs)
+}
+
+// join returns nil, the one error, or all of them joined.
+func join(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
+
+// Merge lays over on top of c: over wins key by key, so a tool's timeout
+// set in c survives when over sets only the tool's summary. A key that over
+// leaves at its zero value (unset, "", 0) does not override; a table merges
+// key by key; maps merge entry by entry; an array replaces the whole array.
+// Files is appended. c keeps no reference into over.
+func (c *Config) Merge(over *Config) {
+	if over == nil {
+		return
+	}
+	files := append(slices.Clip(c.Files), over.Files...)
+	merge(reflect.ValueOf(c).Elem(), reflect.ValueOf(over).Elem())
+	c.Files = files
+}
+
+func merge(dst, src reflect.Value) {
+	switch src.Kind() {
+	case reflect.Struct:
+		for i := range src.NumField() {
+			if src.Type().Field(i).IsExported() {
+				merge(dst.Field(i), src.Field(i))
+			}
+		}
+	case reflect.Pointer:
+		switch {
+		case src.IsNil():
+		case dst.IsNil():
+			dst.Set(clone(src))
+		default:
+			merge(dst.Elem(), src.Elem())
+		}
+	case reflect.Map:
+		if src.IsNil() {
+			return
+		}
+		if dst.IsNil() {
+			dst.Set(reflect.MakeMapWithSize(src.Type(), src.Len()))
+		}
+		it := src.MapRange()
+		for it.Next() {
+			k, v := it.Key(), it.Value()
+			old := dst.MapIndex(k)
+			if !old.IsValid() || !mergeable(v) {
+				dst.SetMapIndex(k, clone(v))
+				continue
+			}
+			nv := clone(old)
+			merge(nv, v)
+			dst.SetMapIndex(k, nv)
+		}
+	default:
+		if !src.IsZero() {
+			dst.Set(clone(src))
+		}
+	}
+}
+
+// mergeable reports whether a map value merges with the one it replaces
+// (a table) rather than replacing it (a plain value).
+func mergeable(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Struct, reflect.Map:
+		return true
+	case reflect.Pointer:
+		return v.Type().Elem().Kind() == reflect.Struct
+	}
+	return false
+}
+
+// clone returns a deep copy of v that is settable.
+func clone(v reflect.Value) reflect.Value {
+	c := reflect.New(v.Type()).Elem()
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			p := reflect.New(v.Type().Elem())
+			p.Elem().Set(clone(v.Elem()))
+			c.Set(p)
+		}
+	case reflect.Map:
+		if !v.IsNil() {
+			c.Set(reflect.MakeMapWithSize(v.Type(), v.Len()))
+			it := v.MapRange()
+			for it.Next() {
+				c.SetMapIndex(it.Key(), clone(it.Value()))
+			}
+		}
+	case reflect.Slice:
+		if !v.IsNil() {
+			c.Set(reflect.MakeSlice(v.Type(), v.Len(), v.Len()))
+			for i := range v.Len() {
+				c.Index(i).Set(clone(v.Index(i)))
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				c.Field(i).Set(clone(v.Field(i)))
+			}
+		}
+	default:
+		c.Set(v)
+	}
+	return c
+}
+
+// Apply applies the [tools.NAME] table for t's name, if there is one: its
+// summary, description and timeout replace t's. It reports whether the tool
+// is enabled; a tool is enabled unless its table says enable = false.
+func (c *Config) Apply(t *tool.Tool) (enabled bool) {
+	if c == nil {
+		return true
+	}
+	o := c.Tools[t.Definition.Name]
+	if o == nil {
+		return true
+	}
+	if o.Summary != "" {
+		t.Definition.Summary = o.Summary
+	}
+	if o.Description != "" {
+		t.Definition.Description = o.Description
+	}
+	if o.Timeout != 0 {
+		t.Timeout = o.Timeout
+	}
+	return o.Enable == nil || *o.Enable
+}
+
+// Unused returns an error naming the file and line of every [tools.NAME]
+// table whose NAME known does not accept, so that a typo such as
+// [tools.raed_file] does not pass silently. It returns nil when all are known.
+func (c *Config) Unused(known func(name string) bool) error {
+	if c == nil {
+		return nil
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(c.Tools)) {
+		if known(name) {
+			continue
+		}
+		t := c.Tools[name]
+		errs = append(errs, &Error{Pos: t.Pos, Msg: fmt.Sprintf(
+			"[%s] no tool is named %s", keyString([]string{"tools", name}), quote(name))})
+	}
+	// Sort by file in the order of precedence, then by line.
+	rank := func(file string) int { return slices.Index(c.Files, file) }
+	slices.SortStableFunc(errs, func(a, b error) int {
+		pa, pb := a.(*Error).Pos, b.(*Error).Pos
+		return cmp.Or(cmp.Compare(rank(pa.File), rank(pb.File)), cmp.Compare(pa.Line, pb.Line))
+	})
+	return join(errs)
+}

@@ -1,0 +1,41 @@
+// Package config loads lathe's configuration: the user's file and the
+// workspace's lathe.toml, merged key by key, with every problem reported as
+// file:line.
+//
+// [Load] reads the files and [Parse] decodes one:
+//
+//	cfg, err := config.Load(workspace, explicitPath)
+//	if err != nil {
+//		return err // e.g. lathe.toml:7: [tools.read_file] unknown key "timout" (did you mean "timeout"?)
+//	}
+//	for _, t := range tools {
+//		if !cfg.Apply(t) { // summary, description, timeout overrides
+//			continue // enable = false
+//		}
+//		register(t)
+//	}
+//	if err := cfg.Unused(isKnown); err != nil {
+//		return err // lathe.toml:12: [tools.raed_file] no tool is named "raed_file"
+//	}
+//
+// The keys are the `toml` tags of [Config] and the types below it; the
+// project's docs/config.md documents each for users. Adding a key is adding a
+// tagged, documented field: a key that no field names is an error, whatever
+// table it is in. [Config.Merge] merges every field by reflection, so a new
+// field needs no merge code.
+//
+// # Why go-toml
+//
+// The package uses github.com/pelletier/go-toml/v2 rather than
+// github.com/BurntSushi/toml because only go-toml tells where every key is:
+// its parser exposes the byte range of each key and value, from which this
+// package finds the line of an unknown key, a value of the wrong type or a bad
+// value, in any table. BurntSushi/toml gives a line for syntax and type errors,
+// but lists undecoded (unknown) keys without positions and keeps key positions
+// private, so a misspelt key could only be reported without its line.
+//
+// go-toml decodes the document into plain maps first (catching syntax errors
+// and TOML's own rules, such as a key defined twice, with their lines); this
+// package then decodes those maps into the structs itself, which keeps the
+// messages in lathe's words rather than in Go's types.
+package config

@@ -1,0 +1,213 @@
+package lathe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lathe-tools/lathe/schema"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// Default limits, used where [Options] leaves a field zero.
+const (
+	DefaultTimeout        = 60 * time.Second
+	DefaultMaxOutputBytes = 256 << 10
+)
+
+// Options configure an [Engine]. The zero value is ready to use.
+type Options struct {
+	// Timeout bounds a call whose tool sets no timeout of its own.
+	// Zero means [DefaultTimeout].
+	Timeout time.Duration
+	// MaxOutputBytes caps the content of one result; past it, content is cut
+	// and a note says so. Zero means [DefaultMaxOutputBytes]; negative means no cap.
+	MaxOutputBytes int
+	// Middleware runs, in order, after the arguments are validated and before
+	// the tool executes: the place for policy, approval and audit stages.
+	Middleware []Middleware
+	// Logger receives call records at debug level and output-schema
+	// warnings. Nil discards them.
+	Logger *slog.Logger
+}
+
+// Engine is a registry of tools and the pipeline that runs their calls. Its
+// methods are safe for concurrent use.
+type Engine struct {
+	opts    Options
+	tools   atomic.Pointer[registry]
+	mu      sync.Mutex // serialises writers of tools
+	handler Handler
+	closed  atomic.Bool
+}
+
+// registry is an immutable snapshot of the tools; writers replace it whole,
+// so the hot path reads it without a lock.
+type registry struct {
+	byName map[string]*entry
+}
+
+// entry is a registered tool with its compiled schemas.
+type entry struct {
+	tool   tool.Tool
+	input  *schema.Schema
+	output *schema.Schema // nil when the tool declares no output schema
+}
+
+// New returns an engine with no tools.
+func New(opts Options) *Engine {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxOutputBytes == 0 {
+		opts.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	e := &Engine{opts: opts}
+	e.tools.Store(&registry{byName: map[string]*entry{}})
+	e.handler = e.pipeline()
+	return e
+}
+
+// Register adds tools to the engine. Each tool's schemas are compiled here,
+// once; a call never compiles one. Registration is all or nothing: an invalid
+// name, a bad schema or a name already taken adds none of the tools.
+func (e *Engine) Register(tools ...tool.Tool) error {
+	if e.closed.Load() {
+		return errors.New("lathe: register on a closed engine")
+	}
+	entries := make([]*entry, 0, len(tools))
+	for _, t := range tools {
+		en, err := compile(t)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, en)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := e.tools.Load().byName
+	next := make(map[string]*entry, len(old)+len(entries))
+	for k, v := range old {
+		next[k] = v
+	}
+	for _, en := range entries {
+		name := en.tool.Definition.Name
+		if prev, ok := next[name]; ok {
+			return fmt.Errorf("lathe: tool %q from %s collides with the tool of that name from %s",
+				name, sourceOf(en.tool.Definition), sourceOf(prev.tool.Definition))
+		}
+		next[name] = en
+	}
+	e.tools.Store(&registry{byName: next})
+	return nil
+}
+
+func sourceOf(d tool.Definition) string {
+	if d.Source == "" {
+		return "an unnamed source"
+	}
+	return d.Source
+}
+
+func compile(t tool.Tool) (*entry, error) {
+	d := &t.Definition
+	if !tool.ValidName(d.Name) {
+		return nil, fmt.Errorf("lathe: invalid tool name %q: must match %s", d.Name, tool.NamePattern)
+	}
+	if t.Runtime == nil {
+		return nil, fmt.Errorf("lathe: tool %q has no runtime", d.Name)
+	}
+	in, err := schema.Compile(d.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("lathe: tool %q: input schema: %w", d.Name, err)
+	}
+	if len(d.InputSchema) == 0 {
+		d.InputSchema = in.Raw()
+	}
+	en := &entry{tool: t, input: in}
+	if len(d.OutputSchema) > 0 {
+		if en.output, err = schema.Compile(d.OutputSchema); err != nil {
+			return nil, fmt.Errorf("lathe: tool %q: output schema: %w", d.Name, err)
+		}
+	}
+	return en, nil
+}
+
+// Unregister removes the named tools; names not registered are ignored.
+func (e *Engine) Unregister(names ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := e.tools.Load().byName
+	next := make(map[string]*entry, len(old))
+	for k, v := range old {
+		next[k] = v
+	}
+	for _, n := range names {
+		delete(next, n)
+	}
+	e.tools.Store(&registry{byName: next})
+}
+
+// Tools returns the definitions of every registered tool, sorted by name.
+func (e *Engine) Tools() []tool.Definition {
+	byName := e.tools.Load().byName
+	defs := make([]tool.Definition, 0, len(byName))
+	for _, en := range byName {
+		defs = append(defs, en.tool.Definition)
+	}
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+	return defs
+}
+
+// Lookup returns the definition of the named tool.
+func (e *Engine) Lookup(name string) (tool.Definition, bool) {
+	en, ok := e.tools.Load().byName[name]
+	if !ok {
+		return tool.Definition{}, false
+	}
+	return en.tool.Definition, true
+}
+
+// Call runs one call through the pipeline and returns its outcome, never nil.
+// Every failure — an unknown tool, invalid arguments, a timeout, a panic — is
+// an error result carrying its [tool.ErrorKind]; [tool.Outcome.Err] turns it
+// into a Go error for callers who want one.
+func (e *Engine) Call(ctx context.Context, c *tool.Call) *tool.Outcome {
+	inv := &Invocation{Call: c}
+	out, err := e.handler(ctx, inv)
+	if err != nil {
+		return &tool.Outcome{Result: tool.ErrorResult(err)}
+	}
+	return out
+}
+
+// Close releases the runtimes' resources (processes, connections). The
+// engine accepts no calls afterwards.
+func (e *Engine) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	seen := map[tool.Runtime]bool{}
+	var errs []error
+	for _, en := range e.tools.Load().byName {
+		rt := en.tool.Runtime
+		c, ok := rt.(tool.Closer)
+		if !ok || seen[rt] {
+			continue
+		}
+		seen[rt] = true
+		if err := c.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing runtime of %s: %w", en.tool.Definition.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

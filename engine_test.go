@@ -1,0 +1,403 @@
+package lathe_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/runtime/builtin"
+	"github.com/lathe-tools/lathe/schema"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type addIn struct {
+	A     int `json:"a" jsonschema:"description=first term"`
+	B     int `json:"b" jsonschema:"description=second term,minimum=0"`
+	Scale int `json:"scale,omitempty" jsonschema:"default=1"`
+}
+
+type addOut struct {
+	Sum int `json:"sum"`
+}
+
+func add(_ context.Context, in addIn) (addOut, error) {
+	return addOut{Sum: (in.A + in.B) * in.Scale}, nil
+}
+
+func newEngine(t *testing.T, opts lathe.Options, tools ...tool.Tool) *lathe.Engine {
+	t.Helper()
+	e := lathe.New(opts)
+	t.Cleanup(func() { e.Close() })
+	if err := e.Register(tools...); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func call(t *testing.T, e *lathe.Engine, name, args string) *tool.Outcome {
+	t.Helper()
+	return e.Call(context.Background(), &tool.Call{Name: name, Arguments: json.RawMessage(args)})
+}
+
+func addTool() tool.Tool {
+	return builtin.Must(builtin.Func(tool.Definition{Name: "add", Summary: "Add two numbers."}, add))
+}
+
+func TestCallSuccess(t *testing.T) {
+	e := newEngine(t, lathe.Options{}, addTool())
+	out := call(t, e, "add", `{"a":2,"b":3}`)
+	if err := out.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out.Result.Structured); got != `{"sum":5}` {
+		t.Errorf("structured = %s, want {\"sum\":5} (default scale 1 applied)", got)
+	}
+	if got := out.Result.Text(); got != `{"sum":5}` {
+		t.Errorf("text = %q", got)
+	}
+}
+
+func TestCoercionOfStringEncodedArguments(t *testing.T) {
+	e := newEngine(t, lathe.Options{}, addTool())
+	out := call(t, e, "add", `{"a":"2","b":"3","scale":"10"}`)
+	if err := out.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out.Result.Structured); got != `{"sum":50}` {
+		t.Errorf("structured = %s", got)
+	}
+}
+
+func TestInvalidArgumentsListsEveryViolation(t *testing.T) {
+	e := newEngine(t, lathe.Options{}, addTool())
+	out := call(t, e, "add", `{"b":-1,"scale":"x"}`)
+	err := out.Err()
+	if !errors.Is(err, tool.ErrInvalidArguments) {
+		t.Fatalf("err = %v, want invalid arguments", err)
+	}
+	if out.Result.ErrorKind != tool.KindInvalidArguments {
+		t.Errorf("kind = %q", out.Result.ErrorKind)
+	}
+	var ve *schema.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err %v carries no *schema.ValidationError", err)
+	}
+	pointers := map[string]bool{}
+	for _, v := range ve.Violations {
+		pointers[v.Pointer] = true
+	}
+	for _, p := range []string{"/b", "/scale"} {
+		if !pointers[p] {
+			t.Errorf("no violation at %s in %v", p, ve.Violations)
+		}
+	}
+	text := out.Result.Text()
+	for _, want := range []string{"/b", "/scale", `"a"`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("message %q does not mention %s", text, want)
+		}
+	}
+}
+
+func TestMalformedJSON(t *testing.T) {
+	e := newEngine(t, lathe.Options{}, addTool())
+	out := call(t, e, "add", `{"a":1,`)
+	if !errors.Is(out.Err(), tool.ErrInvalidArguments) {
+		t.Fatalf("err = %v", out.Err())
+	}
+}
+
+func TestUnknownTool(t *testing.T) {
+	e := newEngine(t, lathe.Options{}, addTool())
+	out := call(t, e, "sub", `{}`)
+	if !errors.Is(out.Err(), tool.ErrUnknownTool) || out.Result.ErrorKind != tool.KindUnknownTool {
+		t.Fatalf("outcome = %+v", out.Result)
+	}
+	if !strings.Contains(out.Result.Text(), "sub") {
+		t.Errorf("message %q does not name the tool", out.Result.Text())
+	}
+}
+
+func TestToolErrorIsAResult(t *testing.T) {
+	fail := builtin.Must(builtin.Func(tool.Definition{Name: "fail"}, func(context.Context, struct{}) (string, error) {
+		return "", errors.New("disk full")
+	}))
+	e := newEngine(t, lathe.Options{}, fail)
+	out := call(t, e, "fail", ``)
+	if !errors.Is(out.Err(), tool.ErrToolError) || out.Result.Text() != "disk full" {
+		t.Fatalf("outcome = %+v, err %v", out.Result, out.Err())
+	}
+}
+
+func TestPanicBecomesRuntimeFailure(t *testing.T) {
+	boom := builtin.Must(builtin.Func(tool.Definition{Name: "boom"}, func(context.Context, struct{}) (string, error) {
+		panic("kaboom")
+	}))
+	e := newEngine(t, lathe.Options{}, boom, addTool())
+	out := call(t, e, "boom", `{}`)
+	if !errors.Is(out.Err(), tool.ErrRuntimeFailure) || !strings.Contains(out.Result.Text(), "kaboom") {
+		t.Fatalf("outcome = %+v", out.Result)
+	}
+	// The engine lives on.
+	if err := call(t, e, "add", `{"a":1,"b":1}`).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sleeper(release <-chan struct{}) tool.Tool {
+	return builtin.Must(builtin.Func(tool.Definition{Name: "sleep"}, func(ctx context.Context, in struct {
+		Ignore bool `json:"ignore,omitempty"`
+	}) (string, error) {
+		if in.Ignore {
+			<-release // a tool that does not watch its context
+			return "late", nil
+		}
+		<-ctx.Done()
+		return "", ctx.Err()
+	}))
+}
+
+func TestTimeout(t *testing.T) {
+	s := sleeper(nil)
+	s.Timeout = 20 * time.Millisecond
+	e := newEngine(t, lathe.Options{}, s)
+	out := call(t, e, "sleep", `{}`)
+	if !errors.Is(out.Err(), tool.ErrTimeout) || out.Result.ErrorKind != tool.KindTimeout {
+		t.Fatalf("outcome = %+v", out.Result)
+	}
+}
+
+func TestDefaultTimeoutAndToolThatIgnoresContext(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release) // lets the stuck goroutine finish before goleak looks
+	e := newEngine(t, lathe.Options{Timeout: 20 * time.Millisecond}, sleeper(release))
+	out := call(t, e, "sleep", `{"ignore":true}`)
+	if !errors.Is(out.Err(), tool.ErrTimeout) {
+		t.Fatalf("outcome = %+v", out.Result)
+	}
+}
+
+func TestCancellation(t *testing.T) {
+	e := newEngine(t, lathe.Options{}, sleeper(nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(10*time.Millisecond, cancel)
+	out := e.Call(ctx, &tool.Call{Name: "sleep"})
+	if !errors.Is(out.Err(), tool.ErrCancelled) || out.Result.ErrorKind != tool.KindCancelled {
+		t.Fatalf("outcome = %+v", out.Result)
+	}
+}
+
+func TestOutputCap(t *testing.T) {
+	big := builtin.Must(builtin.Func(tool.Definition{Name: "big"}, func(context.Context, struct{}) (string, error) {
+		return strings.Repeat("é", 100), nil // 200 bytes
+	}))
+	e := newEngine(t, lathe.Options{MaxOutputBytes: 51}, big)
+	out := call(t, e, "big", `{}`)
+	if err := out.Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := out.Result.Content
+	if len(c) != 2 {
+		t.Fatalf("content = %+v, want the cut text and a note", c)
+	}
+	if c[0].Text != strings.Repeat("é", 25) {
+		t.Errorf("cut text = %q (%d bytes), want 25 runes cut at a rune boundary", c[0].Text, len(c[0].Text))
+	}
+	if !strings.Contains(c[1].Text, "output truncated") || !strings.Contains(c[1].Text, "51-byte cap") {
+		t.Errorf("note = %q", c[1].Text)
+	}
+}
+
+func TestOutputCapDropsBinaryAndStructured(t *testing.T) {
+	r := &tool.Result{
+		Content:    []tool.Content{{Type: tool.ContentImage, Data: make([]byte, 100), MIMEType: "image/png"}, {Type: tool.ContentText, Text: "ok"}},
+		Structured: json.RawMessage(`{"x":"` + strings.Repeat("a", 100) + `"}`),
+	}
+	rt := tool.RuntimeFunc(func(context.Context, *tool.Definition, *tool.Call) (*tool.Outcome, error) {
+		return &tool.Outcome{Result: r}, nil
+	})
+	e := newEngine(t, lathe.Options{MaxOutputBytes: 50}, tool.Tool{Definition: tool.Definition{Name: "img"}, Runtime: rt})
+	out := call(t, e, "img", `{}`)
+	if out.Result.Structured != nil {
+		t.Errorf("structured kept: %s", out.Result.Structured)
+	}
+	if len(out.Result.Content) != 2 || out.Result.Content[0].Text != "ok" ||
+		!strings.Contains(out.Result.Content[1].Text, "image block of 100 bytes omitted") {
+		t.Errorf("content = %+v", out.Result.Content)
+	}
+}
+
+func TestQuestionRoundTrip(t *testing.T) {
+	var runs atomic.Int32
+	confirm := builtin.Must(builtin.Func(tool.Definition{Name: "confirm"}, func(ctx context.Context, in struct {
+		File string `json:"file"`
+	}) (string, error) {
+		runs.Add(1)
+		a, err := builtin.Ask(ctx, tool.Question{ID: "overwrite", Text: "Overwrite " + in.File + "?", Kind: tool.QuestionBoolean})
+		if err != nil {
+			return "", err
+		}
+		if builtin.AnswerBool(a) {
+			return "overwrote " + in.File, nil
+		}
+		return "kept " + in.File, nil
+	}))
+	e := newEngine(t, lathe.Options{}, confirm)
+	first := call(t, e, "confirm", `{"file":"a.txt"}`)
+	if first.Question == nil || first.Result != nil {
+		t.Fatalf("first outcome = %+v, want a question", first)
+	}
+	if q := first.Question; q.ID != "overwrite" || q.Kind != tool.QuestionBoolean || q.Text != "Overwrite a.txt?" {
+		t.Errorf("question = %+v", q)
+	}
+	if first.Err() != nil {
+		t.Errorf("a question is not an error: %v", first.Err())
+	}
+	for answer, want := range map[any]string{true: "overwrote a.txt", "no": "kept a.txt"} {
+		out := e.Call(context.Background(), &tool.Call{Name: "confirm", Arguments: json.RawMessage(`{"file":"a.txt"}`),
+			Answers: map[string]any{"overwrite": answer}})
+		if out.Result == nil || out.Result.Text() != want {
+			t.Errorf("answer %v: outcome = %+v, want %q", answer, out, want)
+		}
+	}
+	if runs.Load() != 3 {
+		t.Errorf("tool ran %d times, want 3", runs.Load())
+	}
+}
+
+func TestRegisterRejectsBadTools(t *testing.T) {
+	rt := tool.RuntimeFunc(func(context.Context, *tool.Definition, *tool.Call) (*tool.Outcome, error) { return nil, nil })
+	cases := []struct {
+		name string
+		t    tool.Tool
+		want string
+	}{
+		{"bad name", tool.Tool{Definition: tool.Definition{Name: "1bad"}, Runtime: rt}, "invalid tool name"},
+		{"long name", tool.Tool{Definition: tool.Definition{Name: strings.Repeat("a", 65)}, Runtime: rt}, "invalid tool name"},
+		{"no runtime", tool.Tool{Definition: tool.Definition{Name: "x"}}, "no runtime"},
+		{"bad schema", tool.Tool{Definition: tool.Definition{Name: "x", InputSchema: json.RawMessage(`{"type":"string"}`)}, Runtime: rt}, "input schema"},
+		{"collision", addTool(), "collides"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEngine(t, lathe.Options{}, addTool())
+			other := tool.Tool{Definition: tool.Definition{Name: "other"}, Runtime: rt}
+			err := e.Register(other, c.t)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, c.want)
+			}
+			if _, ok := e.Lookup("other"); ok {
+				t.Error("a failed Register added some of its tools")
+			}
+		})
+	}
+}
+
+func TestRuntimeGoErrorIsRuntimeFailure(t *testing.T) {
+	rt := tool.RuntimeFunc(func(context.Context, *tool.Definition, *tool.Call) (*tool.Outcome, error) {
+		return nil, errors.New("connection lost")
+	})
+	e := newEngine(t, lathe.Options{}, tool.Tool{Definition: tool.Definition{Name: "up", Runtime: "mcp"}, Runtime: rt})
+	out := call(t, e, "up", `{}`)
+	var te *tool.Error
+	if !errors.As(out.Err(), &te) || te.Kind != tool.KindRuntimeFailure || te.Stage != "execute" || te.Runtime != "mcp" {
+		t.Fatalf("err = %#v", out.Err())
+	}
+}
+
+func TestMalformedOutcomes(t *testing.T) {
+	for name, o := range map[string]*tool.Outcome{
+		"nil":         nil,
+		"empty":       {},
+		"both":        {Result: tool.TextResult("x"), Question: &tool.Question{ID: "q"}},
+		"question-id": {Question: &tool.Question{Text: "?"}},
+	} {
+		rt := tool.RuntimeFunc(func(context.Context, *tool.Definition, *tool.Call) (*tool.Outcome, error) { return o, nil })
+		e := newEngine(t, lathe.Options{}, tool.Tool{Definition: tool.Definition{Name: "t"}, Runtime: rt})
+		if err := call(t, e, "t", `{}`).Err(); !errors.Is(err, tool.ErrRuntimeFailure) {
+			t.Errorf("%s: err = %v, want runtime failure", name, err)
+		}
+	}
+}
+
+func TestMiddlewareSeesValidatedArguments(t *testing.T) {
+	var seen any
+	deny := func(next lathe.Handler) lathe.Handler {
+		return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
+			seen = inv.Args
+			if inv.Call.Name == "add" {
+				return nil, &tool.Error{Kind: tool.KindDenied, Tool: inv.Call.Name, Stage: "policy", Message: "not today"}
+			}
+			return next(ctx, inv)
+		}
+	}
+	e := newEngine(t, lathe.Options{Middleware: []lathe.Middleware{deny}}, addTool())
+	out := call(t, e, "add", `{"a":"1","b":2}`)
+	if !errors.Is(out.Err(), tool.ErrDenied) {
+		t.Fatalf("err = %v", out.Err())
+	}
+	if got := fmt.Sprint(seen); !strings.Contains(got, "scale:1") || !strings.Contains(got, "a:1") {
+		t.Errorf("middleware saw %v, want coerced arguments with defaults", got)
+	}
+	// Invalid arguments never reach the middleware.
+	seen = nil
+	call(t, e, "add", `{}`)
+	if seen != nil {
+		t.Errorf("middleware ran on invalid arguments: %v", seen)
+	}
+}
+
+func TestToolsAndUnregister(t *testing.T) {
+	e := newEngine(t, lathe.Options{}, addTool(), sleeper(nil))
+	var names []string
+	for _, d := range e.Tools() {
+		names = append(names, d.Name)
+	}
+	if strings.Join(names, ",") != "add,sleep" {
+		t.Errorf("tools = %v", names)
+	}
+	d, _ := e.Lookup("add")
+	if d.Runtime != "builtin" || len(d.InputSchema) == 0 || len(d.OutputSchema) == 0 {
+		t.Errorf("definition = %+v", d)
+	}
+	e.Unregister("add")
+	if _, ok := e.Lookup("add"); ok {
+		t.Error("add still registered")
+	}
+}
+
+type closingRuntime struct{ closed atomic.Int32 }
+
+func (c *closingRuntime) Execute(context.Context, *tool.Definition, *tool.Call) (*tool.Outcome, error) {
+	return &tool.Outcome{Result: tool.TextResult("ok")}, nil
+}
+func (c *closingRuntime) Close() error { c.closed.Add(1); return nil }
+
+func TestCloseClosesRuntimesOnce(t *testing.T) {
+	rt := &closingRuntime{}
+	e := lathe.New(lathe.Options{})
+	if err := e.Register(tool.Tool{Definition: tool.Definition{Name: "a"}, Runtime: rt},
+		tool.Tool{Definition: tool.Definition{Name: "b"}, Runtime: rt}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if rt.closed.Load() != 1 {
+		t.Errorf("closed %d times", rt.closed.Load())
+	}
+	if err := call(t, e, "a", `{}`).Err(); !errors.Is(err, tool.ErrRuntimeFailure) {
+		t.Errorf("call after close: %v", err)
+	}
+}

@@ -1,0 +1,135 @@
+// Package cli implements the lathe command. Main is the whole program; its
+// streams and arguments are injectable so that tests drive it in-process or
+// as a subprocess (cmd/lathe/testdata/script).
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// Version is set at build time with -ldflags "-X …/internal/cli.Version=v1.2.3";
+// without it, the module version from the build info is used.
+var Version = ""
+
+// Streams are a command's standard streams.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// Main runs lathe with the process's arguments and streams and returns the
+// exit code.
+func Main() int { return MainWith() }
+
+// MainWith is [Main] with builtin tools of the caller's registered beside
+// the standard ones: the way to build a lathe binary with tools of one's own
+// (and the way the CLI tests add tools that sleep, panic or ask).
+func MainWith(extra ...tool.Tool) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, extra...)
+}
+
+// Run runs lathe with args and returns the exit code.
+func Run(ctx context.Context, args []string, s Streams, extra ...tool.Tool) int {
+	root := newRoot(s, extra)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var silent *silentError
+	if !errors.As(err, &silent) {
+		fmt.Fprintln(s.Err, "lathe:", err)
+	}
+	code := exitCode(err)
+	if code == ExitInternalFailure && isCobraUsage(err) {
+		code = ExitUsage
+	}
+	return code
+}
+
+// silentError carries an exit code for a failure already reported to the
+// user (an error result printed by `call`).
+type silentError struct{ err error }
+
+func (e *silentError) Error() string { return e.err.Error() }
+func (e *silentError) Unwrap() error { return e.err }
+
+// globals are the flags every command takes.
+type globals struct {
+	workspace string
+	config    string
+	streams   Streams
+	extra     []tool.Tool // registered beside the standard tools
+}
+
+func newRoot(s Streams, extra []tool.Tool) *cobra.Command {
+	g := &globals{streams: s, extra: extra}
+	root := &cobra.Command{
+		Use:   "lathe",
+		Short: "Run tools for LLM agents",
+		Long: "lathe runs tools for LLM agents: it validates arguments against each tool's schema,\n" +
+			"applies policy and limits, and returns results a model can read.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.PersistentFlags().StringVar(&g.workspace, "workspace", "", "workspace root (default: the current directory)")
+	root.PersistentFlags().StringVar(&g.config, "config", "", "configuration file to use instead of WORKSPACE/lathe.toml")
+	root.AddCommand(newListCmd(g), newDescribeCmd(g), newCallCmd(g), newVersionCmd(g))
+	return root
+}
+
+// isCobraUsage reports the error cobra raises for an unknown command, which
+// carries no type of its own.
+func isCobraUsage(err error) bool {
+	return strings.HasPrefix(err.Error(), "unknown command")
+}
+
+// usage wraps a cobra argument check so that its failures exit with [ExitUsage].
+func usage(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return &usageError{err}
+		}
+		return nil
+	}
+}
+
+func newVersionCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print lathe's version",
+		Args:  usage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(g.streams.Out, "lathe", version())
+			return nil
+		},
+	}
+}
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/config"
+	"github.com/lathe-tools/lathe/tools"
+)
+
+// openEngine loads the configuration of the workspace and returns an engine
+// holding the tools it enables. The caller closes the engine.
+func (g *globals) openEngine() (*lathe.Engine, error) {
+	ws := g.workspace
+	if ws == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		ws = wd
+	}
+	ws, err := filepath.Abs(ws)
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+		return nil, &usageError{fmt.Errorf("workspace %s is not a directory", ws)}
+	}
+	cfg, err := config.Load(ws, g.config)
+	if err != nil {
+		return nil, &configError{err}
+	}
+	e := lathe.New(lathe.Options{
+		Timeout:        cfg.Defaults.Timeout,
+		MaxOutputBytes: cfg.Defaults.MaxOutputBytes,
+	})
+	std, err := tools.Standard(ws, tools.Options{Describe: e.Lookup})
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	all := append(std, g.extra...)
+	known := make(map[string]bool, len(all))
+	for _, t := range all {
+		known[t.Definition.Name] = true
+		if !cfg.Apply(&t) {
+			continue
+		}
+		if err := e.Register(t); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	if err := cfg.Unused(func(name string) bool { return known[name] }); err != nil {
+		e.Close()
+		return nil, &configError{err}
+	}
+	return e, nil
+}

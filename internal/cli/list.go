@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lathe-tools/lathe/tool"
+)
+
+func newListCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the tools of the workspace",
+		Args:  usage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			e, err := g.openEngine()
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			defs := e.Tools()
+			if asJSON {
+				return writeJSON(g.streams.Out, defs)
+			}
+			w := tabwriter.NewWriter(g.streams.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tSOURCE\tEFFECT\tSUMMARY")
+			for _, d := range defs {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", d.Name, d.Source, effect(d.Annotations), d.Summary)
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the definitions as a JSON array")
+	return cmd
+}
+
+// effect renders a tool's annotations as one word for the table.
+func effect(a tool.Annotations) string {
+	switch {
+	case a.ReadOnlyHint:
+		return "read-only"
+	case a.DestructiveHint != nil && !*a.DestructiveHint:
+		return "additive"
+	case a.DestructiveHint != nil:
+		return "destructive"
+	}
+	return "unknown"
+}
+
+func newDescribeCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "describe NAME",
+		Short: "Show a tool's full description and schemas",
+		Args:  usage(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, err := g.openEngine()
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			d, ok := e.Lookup(args[0])
+			if !ok {
+				return &tool.Error{Kind: tool.KindUnknownTool, Tool: args[0], Message: "no tool of this name; `lathe list` shows what exists"}
+			}
+			if asJSON {
+				return writeJSON(g.streams.Out, d)
+			}
+			return describe(g.streams.Out, d)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the definition as JSON")
+	return cmd
+}
+
+func describe(w io.Writer, d tool.Definition) error {
+	fmt.Fprintf(w, "%s (%s, %s runtime, %s)\n", d.Name, d.Source, d.Runtime, effect(d.Annotations))
+	if d.Summary != "" {
+		fmt.Fprintf(w, "\n%s\n", d.Summary)
+	}
+	if d.Description != "" && d.Description != d.Summary {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(d.Description, "\n"))
+	}
+	fmt.Fprintf(w, "\nInput schema:\n%s\n", indentJSON(d.InputSchema))
+	if len(d.OutputSchema) > 0 {
+		fmt.Fprintf(w, "\nOutput schema:\n%s\n", indentJSON(d.OutputSchema))
+	}
+	return nil
+}
+
+func indentJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

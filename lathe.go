@@ -1,0 +1,25 @@
+// Package lathe is a tool-execution engine for LLM agents.
+//
+// An [Engine] holds a registry of tools from any source and runs every call
+// through one pipeline: it finds the tool, decodes the arguments (repairing
+// string-encoded JSON a model may have sent), fills in defaults, validates the
+// arguments against the tool's precompiled schema, runs the tool with a
+// deadline, cancellation, panic recovery and an output cap, and hands back a
+// [tool.Outcome] a model can read: a result, or a question the tool needs
+// answered before it can go on.
+//
+// A minimal engine with one typed Go tool:
+//
+//	e := lathe.New(lathe.Options{})
+//	defer e.Close()
+//	e.Register(builtin.Must(builtin.Func(tool.Definition{Name: "add"},
+//		func(ctx context.Context, in struct{ A, B int }) (int, error) { return in.A + in.B, nil })))
+//	out := e.Call(ctx, &tool.Call{Name: "add", Arguments: json.RawMessage(`{"A":1,"B":2}`)})
+//
+// Failures come back as error results carrying a [tool.ErrorKind]; a caller
+// that wants a Go error asks the outcome for one with [tool.Outcome.Err].
+//
+// The pipeline is a chain of [Middleware] around one [Handler], in the manner
+// of net/http; [Options.Middleware] inserts stages of one's own (policy,
+// approval, audit) between validation and execution.
+package lathe

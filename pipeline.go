@@ -1,0 +1,350 @@
+package lathe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/lathe-tools/lathe/schema"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// Invocation is one call on its way through the pipeline. Stages fill it in
+// as they go: resolve sets Tool, decode sets Args.
+type Invocation struct {
+	// Call is the caller's request; stages do not modify it.
+	Call *tool.Call
+	// Tool is the resolved tool; nil before the resolve stage.
+	Tool *tool.Tool
+	// Args is the decoded arguments (a map[string]any for an object), after
+	// coercion and defaults.
+	Args any
+	// ArgsChanged says coercion or defaults changed Args, so the raw
+	// arguments must be encoded again before the runtime sees them.
+	ArgsChanged bool
+
+	entry *entry
+}
+
+// Handler runs an invocation. A returned error is a failure of the call
+// (usually a [*tool.Error]); the engine turns it into an error result.
+type Handler func(ctx context.Context, inv *Invocation) (*tool.Outcome, error)
+
+// Middleware wraps a handler with one stage of the pipeline.
+type Middleware func(next Handler) Handler
+
+// pipeline assembles the stages around execution. The order is DESIGN.md's:
+// resolve → decode and coerce → defaults → validate → caller's middleware
+// (policy, approval) → execute with deadline, cancellation and output cap →
+// normalize → validate output, with observe outermost so that it sees every
+// outcome, failures included.
+func (e *Engine) pipeline() Handler {
+	h := e.execute
+	h = e.capOutput(h)
+	h = normalize(h)
+	h = e.checkOutput(h)
+	for i := len(e.opts.Middleware) - 1; i >= 0; i-- {
+		h = e.opts.Middleware[i](h)
+	}
+	h = validate(h)
+	h = applyDefaults(h)
+	h = decode(h)
+	h = e.resolve(h)
+	return e.observe(h)
+}
+
+// resolve finds the called tool.
+func (e *Engine) resolve(next Handler) Handler {
+	return func(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
+		if e.closed.Load() {
+			return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: inv.Call.Name, Stage: "resolve",
+				Message: "the engine is closed"}
+		}
+		en, ok := e.tools.Load().byName[inv.Call.Name]
+		if !ok {
+			return nil, &tool.Error{Kind: tool.KindUnknownTool, Tool: inv.Call.Name, Stage: "resolve",
+				Message: "no tool of this name; list the tools to see what exists"}
+		}
+		inv.entry = en
+		inv.Tool = &en.tool
+		return next(ctx, inv)
+	}
+}
+
+// decode parses the raw arguments and repairs string-encoded JSON where the
+// schema declares another type.
+func decode(next Handler) Handler {
+	return func(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
+		v, err := schema.Decode(inv.Call.Arguments)
+		if err != nil {
+			return nil, invalid(inv, "decode", err)
+		}
+		v, changed := inv.entry.input.Coerce(v)
+		inv.Args = v
+		inv.ArgsChanged = inv.ArgsChanged || changed
+		return next(ctx, inv)
+	}
+}
+
+// applyDefaults fills in absent arguments that the schema gives defaults.
+func applyDefaults(next Handler) Handler {
+	return func(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
+		v, changed := inv.entry.input.ApplyDefaults(inv.Args)
+		inv.Args = v
+		inv.ArgsChanged = inv.ArgsChanged || changed
+		return next(ctx, inv)
+	}
+}
+
+// validate checks the arguments against the precompiled input schema and
+// reports every violation with its JSON pointer.
+func validate(next Handler) Handler {
+	return func(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
+		if err := inv.entry.input.Validate(inv.Args); err != nil {
+			return nil, invalid(inv, "validate", err)
+		}
+		return next(ctx, inv)
+	}
+}
+
+func invalid(inv *Invocation, stage string, err error) error {
+	return &tool.Error{Kind: tool.KindInvalidArguments, Tool: inv.Call.Name, Runtime: inv.Tool.Definition.Runtime,
+		Stage: stage, Message: "invalid arguments", Err: err}
+}
+
+// execute runs the tool under its deadline. The runtime runs on its own
+// goroutine so that a tool which ignores its context still cannot hold the
+// caller past the deadline; a panic there becomes a runtime failure.
+func (e *Engine) execute(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
+	t := inv.Tool
+	call := inv.Call
+	if inv.ArgsChanged {
+		raw, err := json.Marshal(inv.Args)
+		if err != nil {
+			return nil, invalid(inv, "encode", err)
+		}
+		c := *call
+		c.Arguments = raw
+		call = &c
+	}
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = e.opts.Timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	type result struct {
+		out *tool.Outcome
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				e.opts.Logger.Error("tool panicked", "tool", t.Definition.Name, "panic", p, "stack", string(debug.Stack()))
+				done <- result{err: &tool.Error{Kind: tool.KindRuntimeFailure, Tool: t.Definition.Name,
+					Runtime: t.Definition.Runtime, Stage: "execute", Message: fmt.Sprintf("the tool panicked: %v", p)}}
+			}
+		}()
+		out, err := t.Runtime.Execute(ctx, &t.Definition, call)
+		done <- result{out, err}
+	}()
+
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, e.executeError(ctx, inv, r.err, timeout)
+		}
+		return r.out, nil
+	case <-ctx.Done():
+		return nil, e.executeError(ctx, inv, ctx.Err(), timeout)
+	}
+}
+
+// executeError classifies a runtime's failure: a context that ended makes it
+// a timeout or a cancellation, whatever the runtime said.
+func (e *Engine) executeError(ctx context.Context, inv *Invocation, err error, timeout time.Duration) error {
+	def := &inv.Tool.Definition
+	var te *tool.Error
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &tool.Error{Kind: tool.KindTimeout, Tool: def.Name, Runtime: def.Runtime, Stage: "execute",
+			Message: fmt.Sprintf("stopped after %s; the tool did not finish in time", timeout)}
+	case errors.Is(ctx.Err(), context.Canceled):
+		return &tool.Error{Kind: tool.KindCancelled, Tool: def.Name, Runtime: def.Runtime, Stage: "execute",
+			Message: "the call was cancelled"}
+	case errors.As(err, &te):
+		if te.Tool == "" {
+			te.Tool = def.Name
+		}
+		if te.Runtime == "" {
+			te.Runtime = def.Runtime
+		}
+		return te
+	default:
+		return &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: def.Runtime, Stage: "execute", Err: err}
+	}
+}
+
+// normalize makes every outcome well formed: exactly one of result and
+// question, content never nil, structured-only results given a text form.
+func normalize(next Handler) Handler {
+	return func(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
+		out, err := next(ctx, inv)
+		if err != nil {
+			return nil, err
+		}
+		def := &inv.Tool.Definition
+		switch {
+		case out == nil || (out.Result == nil && out.Question == nil):
+			return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: def.Runtime,
+				Stage: "normalize", Message: "the runtime returned no outcome"}
+		case out.Result != nil && out.Question != nil:
+			return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: def.Runtime,
+				Stage: "normalize", Message: "the runtime returned both a result and a question"}
+		case out.Question != nil:
+			if out.Question.ID == "" {
+				return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: def.Runtime,
+					Stage: "normalize", Message: "the tool asked a question without an id"}
+			}
+			if out.Question.Kind == "" {
+				out.Question.Kind = tool.QuestionText
+			}
+		default:
+			r := out.Result
+			if len(r.Content) == 0 && len(r.Structured) > 0 {
+				r.Content = []tool.Content{{Type: tool.ContentText, Text: string(r.Structured)}}
+			}
+			if r.Content == nil {
+				r.Content = []tool.Content{}
+			}
+			if r.IsError && r.ErrorKind == "" {
+				r.ErrorKind = tool.KindToolError
+			}
+		}
+		return out, nil
+	}
+}
+
+// capOutput cuts a result's content to the engine's cap and says so in a
+// final text block, so that a model knows it did not see everything.
+func (e *Engine) capOutput(next Handler) Handler {
+	limit := e.opts.MaxOutputBytes
+	if limit < 0 {
+		return next
+	}
+	return func(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
+		out, err := next(ctx, inv)
+		if err == nil && out != nil && out.Result != nil {
+			capResult(out.Result, limit)
+		}
+		return out, err
+	}
+}
+
+// capResult trims r to at most limit bytes of content. Text is cut at a rune
+// boundary; binary blocks and structured JSON that do not fit are dropped
+// whole, since a part of them means nothing.
+func capResult(r *tool.Result, limit int) {
+	total := len(r.Structured)
+	for i := range r.Content {
+		total += contentSize(&r.Content[i])
+	}
+	if total <= limit {
+		return
+	}
+	budget := limit
+	var notes []string
+	if len(r.Structured) > 0 {
+		if len(r.Structured) <= budget {
+			budget -= len(r.Structured)
+		} else {
+			notes = append(notes, fmt.Sprintf("structured output of %d bytes omitted", len(r.Structured)))
+			r.Structured = nil
+		}
+	}
+	kept := r.Content[:0]
+	for _, c := range r.Content {
+		size := contentSize(&c)
+		switch {
+		case size <= budget:
+			budget -= size
+			kept = append(kept, c)
+		case c.Type == tool.ContentText && budget > 0:
+			cut := budget
+			for cut > 0 && !utf8.RuneStart(c.Text[cut]) {
+				cut--
+			}
+			notes = append(notes, fmt.Sprintf("text cut at %d of %d bytes", cut, len(c.Text)))
+			c.Text = c.Text[:cut]
+			budget = 0
+			kept = append(kept, c)
+		default:
+			notes = append(notes, fmt.Sprintf("%s block of %d bytes omitted", c.Type, size))
+		}
+	}
+	r.Content = append(kept, tool.Content{Type: tool.ContentText,
+		Text: fmt.Sprintf("[output truncated: %d bytes over the %d-byte cap; %s]", total-limit, limit, strings.Join(notes, "; "))})
+}
+
+func contentSize(c *tool.Content) int {
+	n := len(c.Text) + len(c.Data)
+	if c.Resource != nil {
+		n += len(c.Resource.Text) + len(c.Resource.Blob)
+	}
+	return n
+}
+
+// checkOutput validates structured output against the tool's output schema.
+// A mismatch is logged as a warning, not turned into a failure: the tool did
+// its work, and the model can still read the result.
+func (e *Engine) checkOutput(next Handler) Handler {
+	return func(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
+		out, err := next(ctx, inv)
+		if err != nil || out == nil || out.Result == nil || out.Result.IsError || inv.entry.output == nil ||
+			len(out.Result.Structured) == 0 {
+			return out, err
+		}
+		v, derr := schema.Decode(out.Result.Structured)
+		if derr == nil {
+			derr = inv.entry.output.Validate(v)
+		}
+		if derr != nil {
+			e.opts.Logger.Warn("structured output does not match the output schema",
+				"tool", inv.Tool.Definition.Name, "error", derr)
+		}
+		return out, nil
+	}
+}
+
+// observe is the outermost stage: it records each call once, with its
+// duration and how it ended.
+func (e *Engine) observe(next Handler) Handler {
+	log := e.opts.Logger
+	return func(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
+		if !log.Enabled(ctx, slog.LevelDebug) {
+			return next(ctx, inv)
+		}
+		start := time.Now()
+		out, err := next(ctx, inv)
+		kind := "ok"
+		switch {
+		case err != nil:
+			kind = string(tool.KindOf(err))
+		case out.Question != nil:
+			kind = "question"
+		case out.Result.IsError:
+			kind = string(out.Result.ErrorKind)
+		}
+		log.LogAttrs(ctx, slog.LevelDebug, "call", slog.String("tool", inv.Call.Name),
+			slog.String("id", inv.Call.ID), slog.Duration("duration", time.Since(start)), slog.String("outcome", kind))
+		return out, err
+	}
+}

@@ -1,0 +1,184 @@
+// Package builtin runs typed Go functions as tools.
+//
+// [Func] turns a function of shape
+//
+//	func(ctx context.Context, in In) (Out, error)
+//
+// into a [tool.Tool]. The input schema is inferred from In (json tags name the
+// properties; `jsonschema:"description=…,enum=…,default=…,minimum=…"` tags add
+// the rest), so the engine validates the arguments before the function sees
+// them. Out comes back as structured JSON plus readable text; a string Out is
+// text alone, and a *tool.Result Out is passed through as it is.
+//
+// A handler error becomes an error result the model can read, not a failure
+// of the engine. A function that needs input calls [Ask]: on the first run it
+// returns a question to the caller, and when the caller calls again with the
+// answer, [Ask] returns it.
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/lathe-tools/lathe/schema"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// RuntimeName is the name of this runtime in definitions and errors.
+const RuntimeName = "builtin"
+
+// Runtime runs one typed Go function.
+type Runtime[In, Out any] struct {
+	fn func(context.Context, In) (Out, error)
+}
+
+var _ tool.Runtime = (*Runtime[struct{}, string])(nil)
+
+// Func builds a tool from fn. Fields of def left empty are filled in: the
+// input schema from In, the output schema from Out when Out is a struct,
+// Source and Runtime as "builtin".
+func Func[In, Out any](def tool.Definition, fn func(context.Context, In) (Out, error)) (tool.Tool, error) {
+	if fn == nil {
+		return tool.Tool{}, fmt.Errorf("builtin tool %q: nil function", def.Name)
+	}
+	if len(def.InputSchema) == 0 {
+		s, err := schema.For[In]()
+		if err != nil {
+			return tool.Tool{}, fmt.Errorf("builtin tool %q: input schema: %w", def.Name, err)
+		}
+		def.InputSchema = s
+	}
+	if len(def.OutputSchema) == 0 {
+		if t := reflect.TypeFor[Out](); structType(t) {
+			s, err := schema.ForType(t)
+			if err != nil {
+				return tool.Tool{}, fmt.Errorf("builtin tool %q: output schema: %w", def.Name, err)
+			}
+			def.OutputSchema = s
+		}
+	}
+	if def.Source == "" {
+		def.Source = RuntimeName
+	}
+	def.Runtime = RuntimeName
+	return tool.Tool{Definition: def, Runtime: &Runtime[In, Out]{fn: fn}}, nil
+}
+
+// Must returns t, and panics if err is not nil. It suits tools built once at
+// start-up from code, where a bad schema is a programming error.
+func Must(t tool.Tool, err error) tool.Tool {
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func structType(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Struct && t != reflect.TypeFor[tool.Result]()
+}
+
+// Execute decodes the arguments into In, calls the function and renders Out.
+func (r *Runtime[In, Out]) Execute(ctx context.Context, def *tool.Definition, call *tool.Call) (*tool.Outcome, error) {
+	var in In
+	if len(call.Arguments) > 0 {
+		if err := json.Unmarshal(call.Arguments, &in); err != nil {
+			return nil, &tool.Error{Kind: tool.KindInvalidArguments, Tool: def.Name, Runtime: RuntimeName,
+				Stage: "decode", Message: "arguments do not fit the function's input", Err: err}
+		}
+	}
+	if len(call.Answers) > 0 {
+		ctx = context.WithValue(ctx, answersKey{}, call.Answers)
+	}
+	out, err := r.fn(ctx, in)
+	if err != nil {
+		var q *needInput
+		if errors.As(err, &q) {
+			return &tool.Outcome{Question: &q.question}, nil
+		}
+		return &tool.Outcome{Result: tool.ErrorResult(err)}, nil
+	}
+	res, err := render(out)
+	if err != nil {
+		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName,
+			Stage: "render", Message: "cannot encode the function's output", Err: err}
+	}
+	return &tool.Outcome{Result: res}, nil
+}
+
+// render turns a function's output into a result: text for strings,
+// passthrough for results, and structured JSON with the same JSON as text for
+// everything else.
+func render(out any) (*tool.Result, error) {
+	switch v := out.(type) {
+	case string:
+		return tool.TextResult(v), nil
+	case *tool.Result:
+		if v == nil {
+			return tool.TextResult(""), nil
+		}
+		return v, nil
+	case tool.Result:
+		return &v, nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	res := tool.TextResult(string(b))
+	if len(b) > 0 && b[0] == '{' {
+		// Structured content is an object by MCP's rules; other values are text only.
+		res.Structured = b
+	}
+	return res, nil
+}
+
+type answersKey struct{}
+
+// needInput is the error [Ask] returns when the call carries no answer yet.
+type needInput struct{ question tool.Question }
+
+func (e *needInput) Error() string { return "needs input: " + e.question.Text }
+
+// Ask returns the answer to q if the call carries one. Otherwise it returns
+// an error that the function must return as its own; the runtime turns it into
+// a question for the caller, who calls again with the answer:
+//
+//	ok, err := builtin.Ask(ctx, tool.Question{ID: "confirm", Text: "Overwrite?", Kind: tool.QuestionBoolean})
+//	if err != nil {
+//		return Out{}, err
+//	}
+//
+// Answers to boolean questions arrive as bool when the caller sent JSON
+// true/false and as a string otherwise; [AnswerBool] reads both.
+func Ask(ctx context.Context, q tool.Question) (any, error) {
+	if answers, ok := ctx.Value(answersKey{}).(map[string]any); ok {
+		if a, ok := answers[q.ID]; ok {
+			return a, nil
+		}
+	}
+	if q.Kind == "" {
+		q.Kind = tool.QuestionText
+	}
+	return nil, &needInput{question: q}
+}
+
+// AnswerBool reads a boolean answer: true, "true", "yes", "y" and "1" are
+// yes; everything else is no.
+func AnswerBool(a any) bool {
+	switch v := a.(type) {
+	case bool:
+		return v
+	case string:
+		switch v {
+		case "true", "yes", "y", "1", "True", "Yes", "Y", "TRUE", "YES":
+			return true
+		}
+	}
+	return false
+}

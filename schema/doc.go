@@ -1,0 +1,59 @@
+// Package schema checks tool arguments against a tool's JSON Schema, repairs
+// the common ways models get them slightly wrong, and infers a schema from a
+// Go struct.
+//
+// # Compile once
+//
+// A tool's input schema is compiled when the tool is registered, never during
+// a call:
+//
+//	s, err := schema.Compile(def.InputSchema)
+//
+// [Compile] rejects a schema that is not valid JSON Schema or whose top level
+// is not an object schema, with an error that points into the schema. An empty
+// schema accepts any object.
+//
+// # Each call: decode, coerce, fill defaults, validate
+//
+// The arguments of a call go through four steps, in this order:
+//
+//	v, err := schema.Decode(call.Arguments) // JSON to map[string]any; "" means {}
+//	v, _ = s.Coerce(v)                      // "5" becomes 5 where a number is wanted
+//	v, _ = s.ApplyDefaults(v)               // absent properties get their default
+//	err = s.Validate(v)                     // nil, or every violation
+//
+// [Decode] keeps numbers as json.Number, exact and as the validator wants them.
+//
+// [Schema.Coerce] undoes the commonest slip of a model: sending JSON inside a
+// string, such as "{\"a\":1}" for an object, "3" for a number or "true" for a
+// boolean. It only touches a string where the schema does not allow a
+// string, so it never changes a value that was valid.
+//
+// [Schema.ApplyDefaults] fills in absent properties that have a "default",
+// at any depth, with a fresh copy of the default each time.
+//
+// [Schema.Validate] reports every violation at once, so that a model can fix
+// its call in one go. Each [Violation] has the JSON pointer of the value at
+// fault and a short message; a missing property is reported at the object that
+// lacks it:
+//
+//	2 problems: (root): missing required property "path"; /count: must be >= 1 but found 0
+//
+// All four steps are safe for concurrent use and cost little when there is
+// nothing to do: Coerce and ApplyDefaults learn at Compile where a coercion or
+// a default can happen and visit only those places.
+//
+// # Schemas from Go types
+//
+// Builtin tools declare their arguments as a struct. [For] turns it into a
+// schema, self-contained with no $ref, taking names from json tags and
+// keywords from jsonschema tags:
+//
+//	type ReadArgs struct {
+//		Path  string `json:"path" jsonschema:"description=File to read"`
+//		Limit int    `json:"limit,omitempty" jsonschema:"minimum=1,default=100"`
+//	}
+//	raw, err := schema.For[ReadArgs]()
+//
+// A field is required unless its json tag says omitempty or omitzero.
+package schema

@@ -1,0 +1,248 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Schema is a compiled JSON Schema. It is made once, by [Compile], when a
+// tool is registered; a call never compiles again. A Schema is immutable and
+// safe for concurrent use.
+type Schema struct {
+	raw      json.RawMessage
+	compiled *jsonschema.Schema
+	root     *node
+	// closed maps the location of each schema with additionalProperties
+	// false to the property names it allows, for messages.
+	closed map[string][]string
+}
+
+// location names the schema document inside the compiler. Messages never
+// show it; see trimLocation.
+const (
+	locationBase = "lathe:///"
+	location     = locationBase + "input.json"
+)
+
+var objectSchema = json.RawMessage(`{"type":"object"}`)
+
+// Compile checks and compiles a tool's input schema. Empty raw (nil, or only
+// white space) gives a schema that accepts any object.
+//
+// The schema must be a JSON object whose top-level type, if it has one,
+// includes "object", because tool arguments are objects. Schemas without
+// "$schema" are read as draft 2020-12; drafts 4, 6, 7 and 2019-09 are
+// supported through "$schema". References must stay inside the schema: Compile
+// never reads a file or the network. "format" is an annotation, not checked.
+//
+// The error says what is wrong and where, for example
+//
+//	schema: /properties/n/minimum: must be number but found string
+func Compile(raw json.RawMessage) (*Schema, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = objectSchema
+	}
+	doc, err := Decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("schema: must be a JSON object, not %s", jsonTypeName(doc))
+	}
+	if err := checkObjectType(obj["type"]); err != nil {
+		return nil, err
+	}
+
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(location, doc); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	compiled, err := c.Compile(location)
+	if err != nil {
+		return nil, compileError(err)
+	}
+	return &Schema{
+		raw:      compact.Bytes(),
+		compiled: compiled,
+		root:     buildTree(compiled),
+		closed:   closedSchemas(compiled),
+	}, nil
+}
+
+// MustCompile is like [Compile] but panics on error. It is for schemas written
+// in the program, in tests and package-level variables.
+func MustCompile(raw json.RawMessage) *Schema {
+	s, err := Compile(raw)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Raw returns the schema's JSON, compacted. The caller must not modify it.
+func (s *Schema) Raw() json.RawMessage { return s.raw }
+
+func checkObjectType(t any) error {
+	switch t := t.(type) {
+	case nil:
+		return nil
+	case string:
+		if t == "object" {
+			return nil
+		}
+	case []any:
+		if slices.Contains(t, any("object")) {
+			return nil
+		}
+	}
+	return fmt.Errorf("schema: top-level type must be \"object\", because tool arguments are a JSON object; found %s", display(t))
+}
+
+func jsonTypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case json.Number:
+		return "a number"
+	}
+	return "an object"
+}
+
+// noLoader refuses to load anything, so a schema from an untrusted source
+// cannot make Compile read local files or reach the network.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, errors.New("loading is disabled")
+}
+
+func compileError(err error) error {
+	var sve *jsonschema.SchemaValidationError
+	if errors.As(err, &sve) {
+		var ve *jsonschema.ValidationError
+		if errors.As(sve.Err, &ve) {
+			vs := violations(ve, nil)
+			parts := make([]string, len(vs))
+			for i, v := range vs {
+				at := v.Pointer
+				if at == "" {
+					at = "(root)"
+				}
+				parts[i] = at + ": " + v.Message
+			}
+			return fmt.Errorf("schema: %s", strings.Join(parts, "; "))
+		}
+	}
+	var notFound *jsonschema.JSONPointerNotFoundError
+	if errors.As(err, &notFound) {
+		return fmt.Errorf("schema: reference %q points to nothing in the schema", trimLocation(notFound.URL))
+	}
+	var load *jsonschema.LoadURLError
+	if errors.As(err, &load) {
+		return fmt.Errorf("schema: reference %q is outside the schema; only references within the schema are supported", trimLocation(load.URL))
+	}
+	return fmt.Errorf("schema: %s", trimLocation(err.Error()))
+}
+
+// trimLocation takes the compiler's name for the document out of a message,
+// leaving the JSON pointer or the relative reference inside it.
+func trimLocation(msg string) string {
+	msg = strings.ReplaceAll(msg, location, "")
+	return strings.ReplaceAll(msg, locationBase, "")
+}
+
+// Validate checks v, a value from [Decode], against the schema. It returns
+// nil or a [*ValidationError] listing every violation, each with the JSON
+// pointer of the value at fault.
+func (s *Schema) Validate(v any) error {
+	err := s.compiled.Validate(v)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return &ValidationError{Violations: []Violation{{Pointer: "", Message: err.Error()}}}
+	}
+	return &ValidationError{Violations: violations(ve, s.closed)}
+}
+
+// closedSchemas finds every schema that forbids additional properties and
+// records the names it allows.
+func closedSchemas(root *jsonschema.Schema) map[string][]string {
+	closed := map[string][]string{}
+	seen := map[*jsonschema.Schema]bool{}
+	var walk func(s *jsonschema.Schema)
+	walk = func(s *jsonschema.Schema) {
+		if s == nil || seen[s] {
+			return
+		}
+		seen[s] = true
+		if b, ok := s.AdditionalProperties.(bool); ok && !b {
+			names := make([]string, 0, len(s.Properties))
+			for name := range s.Properties {
+				names = append(names, name)
+			}
+			slices.Sort(names)
+			closed[s.Location] = names
+		}
+		for _, k := range subschemas(s) {
+			walk(k)
+		}
+	}
+	walk(root)
+	return closed
+}
+
+func subschemas(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := []*jsonschema.Schema{s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else,
+		s.PropertyNames, s.UnevaluatedProperties, s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema}
+	if s.DynamicRef != nil {
+		out = append(out, s.DynamicRef.Ref)
+	}
+	out = append(out, s.AllOf...)
+	out = append(out, s.AnyOf...)
+	out = append(out, s.OneOf...)
+	out = append(out, s.PrefixItems...)
+	for _, k := range s.Properties {
+		out = append(out, k)
+	}
+	for _, k := range s.PatternProperties {
+		out = append(out, k)
+	}
+	for _, k := range s.DependentSchemas {
+		out = append(out, k)
+	}
+	for _, d := range s.Dependencies {
+		if k, ok := d.(*jsonschema.Schema); ok {
+			out = append(out, k)
+		}
+	}
+	for _, x := range []any{s.AdditionalProperties, s.Items, s.AdditionalItems} {
+		switch x := x.(type) {
+		case *jsonschema.Schema:
+			out = append(out, x)
+		case []*jsonschema.Schema:
+			out = append(out, x...)
+		}
+	}
+	return out
+}

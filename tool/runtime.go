@@ -1,0 +1,30 @@
+package tool
+
+import "context"
+
+// Runtime executes calls of the tools it backs. It is deliberately small, in
+// the manner of database/sql/driver: further abilities are optional
+// interfaces, found by type assertion ([Closer], …).
+//
+// Execute receives arguments that the engine has already decoded, coerced,
+// completed with defaults and validated against def.InputSchema. A returned
+// Go error means the machinery failed (a process would not start, a
+// connection was lost); a tool that ran and failed returns a [Result] with
+// IsError set. A tool that needs input returns an Outcome with a [Question].
+type Runtime interface {
+	Execute(ctx context.Context, def *Definition, call *Call) (*Outcome, error)
+}
+
+// RuntimeFunc adapts a function to [Runtime].
+type RuntimeFunc func(ctx context.Context, def *Definition, call *Call) (*Outcome, error)
+
+// Execute calls f.
+func (f RuntimeFunc) Execute(ctx context.Context, def *Definition, call *Call) (*Outcome, error) {
+	return f(ctx, def, call)
+}
+
+// Closer is implemented by runtimes that hold resources (processes,
+// connections) to release when the engine closes.
+type Closer interface {
+	Close() error
+}
