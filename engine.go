@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sort"
 	"sync"
@@ -33,8 +32,13 @@ type Options struct {
 	// the tool executes: the place for policy, approval and audit stages.
 	Middleware []Middleware
 	// Logger receives call records at debug level and output-schema
-	// warnings. Nil discards them.
+	// warnings. Nil discards them, and then the output is not checked at all:
+	// a check whose only effect is a warning nobody reads is not worth its
+	// cost on every call.
 	Logger *slog.Logger
+	// Batch configures [Engine.CallBatch]: its caps on concurrency and how
+	// it compares paths.
+	Batch BatchConfig
 }
 
 // Engine is a registry of tools and the pipeline that runs their calls. Its
@@ -69,7 +73,7 @@ func New(opts Options) *Engine {
 		opts.MaxOutputBytes = DefaultMaxOutputBytes
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{opts: opts}
 	e.tools.Store(&registry{byName: map[string]*entry{}})
@@ -125,6 +129,9 @@ func compile(t tool.Tool) (*entry, error) {
 	}
 	if t.Runtime == nil {
 		return nil, fmt.Errorf("lathe: tool %q has no runtime", d.Name)
+	}
+	if err := checkBatchFields(&t); err != nil {
+		return nil, err
 	}
 	in, err := schema.Compile(d.InputSchema)
 	if err != nil {

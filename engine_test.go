@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -399,5 +400,55 @@ func TestCloseClosesRuntimesOnce(t *testing.T) {
 	}
 	if err := call(t, e, "a", `{}`).Err(); !errors.Is(err, tool.ErrRuntimeFailure) {
 		t.Errorf("call after close: %v", err)
+	}
+}
+
+func TestOutputSchemaMismatchIsAWarning(t *testing.T) {
+	rt := tool.RuntimeFunc(func(_ context.Context, _ *tool.Definition, c *tool.Call) (*tool.Outcome, error) {
+		return &tool.Outcome{Result: &tool.Result{Structured: c.Arguments}}, nil
+	})
+	echo := tool.Tool{Definition: tool.Definition{Name: "echo",
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)}, Runtime: rt}
+	var logs strings.Builder
+	e := newEngine(t, lathe.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, echo)
+
+	out := call(t, e, "echo", `{"n":"seven"}`)
+	if err := out.Err(); err != nil {
+		t.Fatalf("a mismatched output failed the call: %v", err)
+	}
+	if got := out.Result.Text(); got != `{"n":"seven"}` {
+		t.Errorf("text = %q, want the structured JSON as text", got)
+	}
+	if !strings.Contains(logs.String(), "does not match the output schema") || !strings.Contains(logs.String(), "/n") {
+		t.Errorf("log = %q, want a warning naming /n", logs.String())
+	}
+
+	logs.Reset()
+	call(t, e, "echo", `{"n":7}`)
+	if logs.Len() != 0 {
+		t.Errorf("log = %q for a matching output", logs.String())
+	}
+}
+
+func TestOutputCapOddBlocks(t *testing.T) {
+	r := &tool.Result{Content: []tool.Content{
+		// A text block that also carries data must not trip the cutter.
+		{Type: tool.ContentText, Text: "abc", Data: make([]byte, 100)},
+		{Type: tool.ContentText, Text: "tail"},
+	}, Structured: json.RawMessage(`{"small":1}`)}
+	rt := tool.RuntimeFunc(func(context.Context, *tool.Definition, *tool.Call) (*tool.Outcome, error) {
+		return &tool.Outcome{Result: r}, nil
+	})
+	e := newEngine(t, lathe.Options{MaxOutputBytes: 20}, tool.Tool{Definition: tool.Definition{Name: "odd"}, Runtime: rt})
+	out := call(t, e, "odd", `{}`)
+	if out.Err() != nil {
+		t.Fatal(out.Err())
+	}
+	if string(out.Result.Structured) != `{"small":1}` {
+		t.Errorf("structured under the cap was dropped: %s", out.Result.Structured)
+	}
+	c := out.Result.Content
+	if len(c) != 2 || c[0].Text != "tail" || !strings.Contains(c[1].Text, "text block of 103 bytes omitted") {
+		t.Errorf("content = %+v", c)
 	}
 }

@@ -159,7 +159,13 @@ func (e *Engine) execute(ctx context.Context, inv *Invocation) (*tool.Outcome, e
 
 	select {
 	case r := <-done:
-		if r.err != nil {
+		// A tool that stopped because its context ended reports that as
+		// a failure of its own; it is the deadline or the caller's
+		// cancellation that ended it, and the outcome says so.
+		if r.err != nil || (ctx.Err() != nil && r.out != nil && r.out.Result != nil && r.out.Result.IsError) {
+			if r.err == nil {
+				r.err = r.out.Err()
+			}
 			return nil, e.executeError(ctx, inv, r.err, timeout)
 		}
 		return r.out, nil
@@ -181,13 +187,18 @@ func (e *Engine) executeError(ctx context.Context, inv *Invocation, err error, t
 		return &tool.Error{Kind: tool.KindCancelled, Tool: def.Name, Runtime: def.Runtime, Stage: "execute",
 			Message: "the call was cancelled"}
 	case errors.As(err, &te):
-		if te.Tool == "" {
-			te.Tool = def.Name
+		// A copy: the runtime may return a shared error value.
+		c := *te
+		if c.Tool == "" {
+			c.Tool = def.Name
 		}
-		if te.Runtime == "" {
-			te.Runtime = def.Runtime
+		if c.Runtime == "" {
+			c.Runtime = def.Runtime
 		}
-		return te
+		if c.Stage == "" {
+			c.Stage = "execute"
+		}
+		return &c
 	default:
 		return &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: def.Runtime, Stage: "execute", Err: err}
 	}
@@ -249,49 +260,50 @@ func (e *Engine) capOutput(next Handler) Handler {
 	}
 }
 
-// capResult trims r to at most limit bytes of content. Text is cut at a rune
-// boundary; binary blocks and structured JSON that do not fit are dropped
-// whole, since a part of them means nothing.
+// capResult trims r to the cap. The content blocks share one budget of
+// limit bytes; text is cut at a rune boundary, and images, audio and
+// resources that do not fit are dropped whole, since a part of them means
+// nothing. Structured JSON is the same data for programs rather than the
+// model, so it is held to the cap on its own and dropped whole past it.
 func capResult(r *tool.Result, limit int) {
-	total := len(r.Structured)
+	var notes []string
+	if len(r.Structured) > limit {
+		notes = append(notes, fmt.Sprintf("structured output of %d bytes omitted", len(r.Structured)))
+		r.Structured = nil
+	}
+	total := 0
 	for i := range r.Content {
 		total += contentSize(&r.Content[i])
 	}
-	if total <= limit {
+	if total <= limit && len(notes) == 0 {
 		return
 	}
-	budget := limit
-	var notes []string
-	if len(r.Structured) > 0 {
-		if len(r.Structured) <= budget {
-			budget -= len(r.Structured)
-		} else {
-			notes = append(notes, fmt.Sprintf("structured output of %d bytes omitted", len(r.Structured)))
-			r.Structured = nil
-		}
-	}
-	kept := r.Content[:0]
-	for _, c := range r.Content {
-		size := contentSize(&c)
-		switch {
-		case size <= budget:
-			budget -= size
-			kept = append(kept, c)
-		case c.Type == tool.ContentText && budget > 0:
-			cut := budget
-			for cut > 0 && !utf8.RuneStart(c.Text[cut]) {
-				cut--
+	if total > limit {
+		budget := limit
+		kept := r.Content[:0]
+		for _, c := range r.Content {
+			size := contentSize(&c)
+			switch {
+			case size <= budget:
+				budget -= size
+				kept = append(kept, c)
+			case c.Type == tool.ContentText && budget > 0 && len(c.Data) == 0 && c.Resource == nil:
+				cut := min(budget, len(c.Text))
+				for cut > 0 && !utf8.RuneStart(c.Text[cut]) {
+					cut--
+				}
+				notes = append(notes, fmt.Sprintf("text cut at %d of %d bytes", cut, len(c.Text)))
+				c.Text = c.Text[:cut]
+				budget = 0
+				kept = append(kept, c)
+			default:
+				notes = append(notes, fmt.Sprintf("%s block of %d bytes omitted", c.Type, size))
 			}
-			notes = append(notes, fmt.Sprintf("text cut at %d of %d bytes", cut, len(c.Text)))
-			c.Text = c.Text[:cut]
-			budget = 0
-			kept = append(kept, c)
-		default:
-			notes = append(notes, fmt.Sprintf("%s block of %d bytes omitted", c.Type, size))
 		}
+		r.Content = kept
 	}
-	r.Content = append(kept, tool.Content{Type: tool.ContentText,
-		Text: fmt.Sprintf("[output truncated: %d bytes over the %d-byte cap; %s]", total-limit, limit, strings.Join(notes, "; "))})
+	r.Content = append(r.Content, tool.Content{Type: tool.ContentText,
+		Text: fmt.Sprintf("[output truncated to the %d-byte cap: %s]", limit, strings.Join(notes, "; "))})
 }
 
 func contentSize(c *tool.Content) int {
@@ -309,7 +321,7 @@ func (e *Engine) checkOutput(next Handler) Handler {
 	return func(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
 		out, err := next(ctx, inv)
 		if err != nil || out == nil || out.Result == nil || out.Result.IsError || inv.entry.output == nil ||
-			len(out.Result.Structured) == 0 {
+			len(out.Result.Structured) == 0 || !e.opts.Logger.Enabled(ctx, slog.LevelWarn) {
 			return out, err
 		}
 		v, derr := schema.Decode(out.Result.Structured)

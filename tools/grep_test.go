@@ -95,3 +95,18 @@ func TestGrepCap(t *testing.T) {
 		t.Errorf("grep with exactly the cap of matches says it stopped:\n%s", got)
 	}
 }
+
+// A line too long to read ends the search of its file, and a note says so.
+func TestGrepLongLine(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"big.txt":   "match early\n" + strings.Repeat("x", 2<<20) + "\nmatch late\n",
+		"small.txt": "match\n",
+	})
+	e := newEngine(t, dir, tools.Options{})
+	got := ok(t, e, "grep", map[string]any{"pattern": "match"})
+	want := "big.txt:1:match early\nsmall.txt:1:match\n[searched only up to a line longer than 1048576 bytes in: big.txt]"
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -117,7 +117,7 @@ func (s *set) glob(ctx context.Context, in globIn) (string, error) {
 			case d.Type()&fs.ModeSymlink != 0:
 				// A link is listed only where it leads inside, so that every
 				// path glob returns is one the other tools accept.
-				if _, err := s.ws.Resolve(p); err == nil {
+				if _, err := s.ws.Resolve(filepath.FromSlash(p)); err == nil {
 					found = append(found, p)
 				}
 			default:

@@ -132,6 +132,24 @@ func TestReadFileLongLines(t *testing.T) {
 	}
 }
 
+// The reader hands out long lines in pieces of 64 KiB; a rune split across
+// two pieces is checked whole.
+func TestReadFileSplitRune(t *testing.T) {
+	dir := t.TempDir()
+	pad := strings.Repeat("a", 64<<10-1)
+	writeFiles(t, dir, map[string]string{
+		"valid.txt":   pad + "€€\n",
+		"invalid.txt": pad + "\xe2\x28\xa1\n",
+		"short.txt":   pad + "\xe2\x82",
+	})
+	e := newEngine(t, dir, tools.Options{})
+	if got := ok(t, e, "read_file", map[string]any{"path": "valid.txt"}); got != pad+"€€\n" {
+		t.Errorf("a rune split across pieces read back wrong: ...%q", got[len(got)-10:])
+	}
+	contains(t, fail(t, e, "read_file", map[string]any{"path": "invalid.txt"}, tool.KindToolError), "line 1 is not valid UTF-8")
+	contains(t, fail(t, e, "read_file", map[string]any{"path": "short.txt"}, tool.KindToolError), "not valid UTF-8")
+}
+
 func TestReadFileCap(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{

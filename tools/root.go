@@ -111,9 +111,8 @@ var (
 
 // walk resolves comps one element at a time from cur, an absolute path free
 // of links, and returns where they lead. A link's target is resolved in turn
-// (inLink set), and must exist to its end. In the caller's own path the first
-// missing element ends the walk: nothing below it exists, so the rest holds
-// no links and is joined on as it stands.
+// (inLink set), and must exist to its end; in the caller's own path, the
+// elements from the first missing one on need not.
 func (w *Workspace) walk(cur string, comps []string, inLink bool, hops *int) (string, error) {
 	for i, c := range comps {
 		switch c {
@@ -126,16 +125,22 @@ func (w *Workspace) walk(cur string, comps []string, inLink bool, hops *int) (st
 		next := filepath.Join(cur, c)
 		fi, err := os.Lstat(next)
 		if err != nil {
-			rest := filepath.Join(append([]string{next}, comps[i+1:]...)...)
 			missing := errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
-			switch {
-			case missing && inLink:
-				return rest, errDangling
-			case missing:
-				return rest, nil
-			default:
-				return rest, err
+			if !missing || inLink {
+				if missing {
+					err = errDangling
+				}
+				return filepath.Join(append([]string{next}, comps[i+1:]...)...), err
 			}
+			// Nothing below a missing element exists, so what stays below it
+			// holds no links and is joined on as it stands. A ".." that climbs
+			// back out of it ("new/../x") leads to elements that may exist
+			// and be links: those are walked again.
+			tail := filepath.Clean(filepath.Join(comps[i:]...))
+			if first, _, _ := strings.Cut(tail, string(filepath.Separator)); first == c {
+				return filepath.Join(cur, tail), nil
+			}
+			return w.walk(cur, splitPath(tail), false, hops)
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			cur = next

@@ -53,6 +53,14 @@ func TestWriteFile(t *testing.T) {
 		t.Error("the link was replaced by a file")
 	}
 
+	// A name near the file system's limit still leaves room for the
+	// temporary file's name, which is cut at a rune boundary.
+	long := "x" + strings.Repeat("é", 120) + ".txt"
+	ok(t, e, "write_file", map[string]any{"path": long, "content": "long"})
+	if s := readFile(t, filepath.Join(dir, long)); s != "long" {
+		t.Errorf("long name = %q", s)
+	}
+
 	contains(t, fail(t, e, "write_file", map[string]any{"path": "x.txt"}, tool.KindInvalidArguments), "content")
 	if left := tempFiles(t, dir); len(left) > 0 {
 		t.Errorf("temporary files left behind: %v", left)
