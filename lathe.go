@@ -19,6 +19,10 @@
 // Failures come back as error results carrying a [tool.ErrorKind]; a caller
 // that wants a Go error asks the outcome for one with [tool.Outcome.Err].
 //
+// [Engine.CallBatch] runs the several calls a model sends in one turn:
+// concurrently where they do not conflict (two writes of one file, a write and
+// a read of it, a tool of unknown effects), in the model's order where they do.
+//
 // The pipeline is a chain of [Middleware] around one [Handler], in the manner
 // of net/http; [Options.Middleware] inserts stages of one's own (policy,
 // approval, audit) between validation and execution.

@@ -21,6 +21,8 @@ import (
 type Config struct {
 	// Defaults holds the [defaults] table: settings for every tool.
 	Defaults Defaults `toml:"defaults"`
+	// Batch holds the [batch] table: caps on how many calls of one batch run at once.
+	Batch Batch `toml:"batch"`
 	// Tools holds the [tools.NAME] tables, keyed by NAME: overrides for one tool.
 	Tools map[string]*Tool `toml:"tools"`
 	// Files names the files that were read, lowest precedence first.
@@ -50,6 +52,13 @@ type Tool struct {
 	Summary string `toml:"summary"`
 	// Description replaces the full description.
 	Description string `toml:"description"`
+	// Concurrency says how a batch may run the tool's calls beside others:
+	// "shared" (they touch nothing other calls touch), "exclusive" (each runs
+	// alone), or unset to infer it from the tool's annotations and resources.
+	Concurrency Concurrency `toml:"concurrency"`
+	// MaxConcurrency caps how many calls of the tool one batch runs at once.
+	// Zero means no cap of its own.
+	MaxConcurrency int `toml:"max_concurrency"`
 	// Pos is where the table was defined, in the file that won.
 	Pos Pos `toml:"-"`
 }
@@ -250,6 +259,12 @@ func (c *Config) Apply(t *tool.Tool) (enabled bool) {
 	}
 	if o.Timeout != 0 {
 		t.Timeout = o.Timeout
+	}
+	if o.Concurrency != "" {
+		t.Concurrency = tool.Concurrency(o.Concurrency)
+	}
+	if o.MaxConcurrency != 0 {
+		t.MaxConcurrency = o.MaxConcurrency
 	}
 	return o.Enable == nil || *o.Enable
 }

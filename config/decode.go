@@ -58,6 +58,10 @@ func parse(name string, data []byte, cfg *Config) []error {
 //
 // Adding a key is adding a tagged field. A field of a type outside this list
 // panics when a file sets its key, so the test that sets the new key finds it.
+// validator is a string type whose values the decoder checks after setting
+// them, so that the error names the key's line.
+type validator interface{ validate() error }
+
 type decoder struct {
 	file string
 	pos  *positions
@@ -143,6 +147,11 @@ func (d *decoder) decode(path []string, v any, rv reflect.Value) {
 			return
 		}
 		rv.SetString(s)
+		if c, ok := rv.Addr().Interface().(validator); ok {
+			if err := c.validate(); err != nil {
+				d.failf(path, "%v", err)
+			}
+		}
 	case reflect.Bool:
 		b, ok := v.(bool)
 		if !ok {

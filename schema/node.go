@@ -111,6 +111,7 @@ type propDefault struct {
 // builder turns compiled schemas into nodes.
 type builder struct {
 	memo  map[string]*node
+	types map[*jsonschema.Schema]typeSet
 	nodes []*node
 }
 
@@ -119,19 +120,19 @@ type builder struct {
 var anyNode = &node{types: tAll}
 
 func buildTree(root *jsonschema.Schema) *node {
-	b := &builder{memo: map[string]*node{}}
+	b := &builder{memo: map[string]*node{}, types: map[*jsonschema.Schema]typeSet{}}
 	n := b.build(conj(root))
 	b.finish()
 	return n
 }
 
 // flatten expands s into the conjunction of schemas that all apply at its
-// place: s itself, what it references, and its allOf parts.
+// place: s itself, what it references, and its allOf parts. (Before draft
+// 2019-09 the keywords beside $ref do not apply; the compiler leaves them out.)
 func flatten(out []*jsonschema.Schema, s *jsonschema.Schema) []*jsonschema.Schema {
 	if s == nil {
 		return out
 	}
-	s = effective(s)
 	if slices.Contains(out, s) {
 		return out
 	}
@@ -143,15 +144,6 @@ func flatten(out []*jsonschema.Schema, s *jsonschema.Schema) []*jsonschema.Schem
 		out = flatten(out, a)
 	}
 	return out
-}
-
-// effective drops the keywords a draft before 2019-09 ignores next to $ref,
-// which would otherwise make the node stricter than the schema.
-func effective(s *jsonschema.Schema) *jsonschema.Schema {
-	for s.Ref != nil && s.DraftVersion < 2019 {
-		s = s.Ref
-	}
-	return s
 }
 
 func conj(parts ...*jsonschema.Schema) []*jsonschema.Schema {
@@ -170,28 +162,43 @@ func memoKey(members []*jsonschema.Schema) string {
 	return b.String()
 }
 
-// typesOf is the set of types the conjunction allows. visiting breaks
-// reference cycles through anyOf and oneOf; a cycle allows everything.
-func typesOf(members []*jsonschema.Schema, visiting map[*jsonschema.Schema]bool) typeSet {
+// typesOf is the set of types the conjunction allows.
+func (b *builder) typesOf(members []*jsonschema.Schema) typeSet {
 	t := tAll
 	for _, m := range members {
-		if visiting[m] {
+		t &= b.typesOfOne(m)
+	}
+	return t
+}
+
+// typesOfOne is the set of types m and what it references allow. Results are
+// remembered, so that alternatives shared by many schemas are looked at once
+// and Compile stays linear. A reference cycle allows everything: an answer
+// larger than the truth is safe, as coercion only needs a node to never
+// rule out a type the schema allows.
+func (b *builder) typesOfOne(m *jsonschema.Schema) typeSet {
+	if t, ok := b.types[m]; ok {
+		return t
+	}
+	b.types[m] = tAll // what a cycle back to m sees
+	t := ownTypes(m)
+	if m.Ref != nil {
+		t &= b.typesOfOne(m.Ref)
+	}
+	for _, a := range m.AllOf {
+		t &= b.typesOfOne(a)
+	}
+	for _, alts := range [][]*jsonschema.Schema{m.AnyOf, m.OneOf} {
+		if len(alts) == 0 {
 			continue
 		}
-		visiting[m] = true
-		t &= ownTypes(m)
-		for _, alts := range [][]*jsonschema.Schema{m.AnyOf, m.OneOf} {
-			if len(alts) == 0 {
-				continue
-			}
-			var u typeSet
-			for _, a := range alts {
-				u |= typesOf(conj(a), visiting)
-			}
-			t &= u
+		var u typeSet
+		for _, a := range alts {
+			u |= b.typesOfOne(a)
 		}
-		delete(visiting, m)
+		t &= u
 	}
+	b.types[m] = t
 	return t
 }
 
@@ -225,14 +232,14 @@ func ownTypes(m *jsonschema.Schema) typeSet {
 // can hold a value of type want: a value of that type can only be valid
 // through it, so its properties or items apply. With two or more such
 // alternatives nothing is added, as it is not known which one applies.
-func structural(members []*jsonschema.Schema, want typeSet) []*jsonschema.Schema {
+func (b *builder) structural(members []*jsonschema.Schema, want typeSet) []*jsonschema.Schema {
 	out := members
 	for _, m := range members {
 		for _, alts := range [][]*jsonschema.Schema{m.AnyOf, m.OneOf} {
 			var only *jsonschema.Schema
 			n := 0
 			for _, a := range alts {
-				if typesOf(conj(a), map[*jsonschema.Schema]bool{})&want != 0 {
+				if b.typesOfOne(a)&want != 0 {
 					only = a
 					n++
 				}
@@ -253,16 +260,16 @@ func (b *builder) build(members []*jsonschema.Schema) *node {
 	if n, ok := b.memo[key]; ok {
 		return n
 	}
-	n := &node{types: typesOf(members, map[*jsonschema.Schema]bool{})}
+	n := &node{types: b.typesOf(members)}
 	b.memo[key] = n
 	b.nodes = append(b.nodes, n)
 	n.coerceHere = n.types&tString == 0 && n.types&tNonText != 0
 
 	if n.types&tObject != 0 {
-		b.buildObject(n, structural(members, tObject))
+		b.buildObject(n, b.structural(members, tObject))
 	}
 	if n.types&tArray != 0 {
-		b.buildArray(n, structural(members, tArray))
+		b.buildArray(n, b.structural(members, tArray))
 	}
 	return n
 }

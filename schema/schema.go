@@ -18,6 +18,7 @@ type Schema struct {
 	raw      json.RawMessage
 	compiled *jsonschema.Schema
 	root     *node
+	check    *check
 	// closed maps the location of each schema with additionalProperties
 	// false to the property names it allows, for messages.
 	closed map[string][]string
@@ -39,7 +40,8 @@ var objectSchema = json.RawMessage(`{"type":"object"}`)
 // includes "object", because tool arguments are objects. Schemas without
 // "$schema" are read as draft 2020-12; drafts 4, 6, 7 and 2019-09 are
 // supported through "$schema". References must stay inside the schema: Compile
-// never reads a file or the network. "format" is an annotation, not checked.
+// never reads a file or the network. "format" is checked only under drafts 7
+// and earlier; later drafts make it an annotation and so does Compile.
 //
 // The error says what is wrong and where, for example
 //
@@ -78,6 +80,7 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 		raw:      compact.Bytes(),
 		compiled: compiled,
 		root:     buildTree(compiled),
+		check:    buildChecks(compiled),
 		closed:   closedSchemas(compiled),
 	}, nil
 }
@@ -173,7 +176,15 @@ func trimLocation(msg string) string {
 // Validate checks v, a value from [Decode], against the schema. It returns
 // nil or a [*ValidationError] listing every violation, each with the JSON
 // pointer of the value at fault.
+//
+// Valid arguments are usually recognised by a quick check that allocates
+// nothing; the full validator, which finds and words every violation, runs
+// when that check fails or cannot decide. Values not made by Decode (float64
+// numbers, say) are accepted but always take the slower path.
 func (s *Schema) Validate(v any) error {
+	if s.check != nil && s.check.eval(v) == valid {
+		return nil
+	}
 	err := s.compiled.Validate(v)
 	if err == nil {
 		return nil

@@ -3,9 +3,11 @@ package schema
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func mustDecode(t testing.TB, s string) any {
@@ -243,5 +245,35 @@ func TestRawIsCompact(t *testing.T) {
 	s := MustCompile(json.RawMessage("{\n  \"type\": \"object\"\n}"))
 	if got := string(s.Raw()); got != `{"type":"object"}` {
 		t.Errorf("Raw() = %q", got)
+	}
+}
+
+func TestCompileSharedAlternativesStayLinear(t *testing.T) {
+	// Each level refers twice to the next: 2^40 paths if walked naively.
+	var b strings.Builder
+	b.WriteString(`{"properties":{"a":{"$ref":"#/$defs/d0"}},"$defs":{`)
+	const depth = 40
+	for i := range depth {
+		fmt.Fprintf(&b, `"d%d":{"anyOf":[{"$ref":"#/$defs/d%d"},{"allOf":[{"$ref":"#/$defs/d%d"}]}]},`, i, i+1, i+1)
+	}
+	fmt.Fprintf(&b, `"d%d":{"type":"integer"}}}`, depth)
+	done := make(chan error, 1)
+	go func() {
+		s, err := Compile(json.RawMessage(b.String()))
+		if err == nil {
+			v, _ := Decode(json.RawMessage(`{"a":"5"}`))
+			if _, changed := s.Coerce(v); !changed {
+				err = errors.New("not coerced through the shared alternatives")
+			}
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Compile takes exponential time on shared alternatives")
 	}
 }

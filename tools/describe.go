@@ -23,6 +23,7 @@ func (s *set) describeTool() (tool.Tool, error) {
 
 The tool list gives only a one-line summary of each tool; call this before using a tool whose arguments or behaviour the summary leaves unclear. Names that are not registered tools are listed as unknown.`,
 		Annotations: readOnly("Describe tools"),
+		Resources:   []tool.ResourceArg{{Arg: "names", Kind: "tool"}},
 	}, s.describe)
 }
 

@@ -45,6 +45,7 @@ Each match is one line of output, "path:line:text", with the path relative to th
 
 Binary files, .git directories and symbolic links are skipped. At most %d matches are returned; a note says when there were more.`, maxShownLine, s.opts.MaxGrepResults),
 		Annotations: readOnly("Grep"),
+		Resources:   []tool.ResourceArg{{Arg: "path", Kind: tool.ResourcePath}},
 	}, s.grep)
 }
 

@@ -26,6 +26,7 @@ func (s *set) listTool() (tool.Tool, error) {
 
 Directories end in "/"; symbolic links are shown as "name -> target". Hidden entries are included. Paths are relative to the workspace root; paths that lead outside it are refused.`,
 		Annotations: readOnly("List directory"),
+		Resources:   []tool.ResourceArg{{Arg: "path", Kind: tool.ResourcePath}},
 	}, s.listDir)
 }
 

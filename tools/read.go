@@ -34,6 +34,7 @@ Use offset (the first line, counting from 1) and limit (how many lines) to read 
 
 Binary files (a NUL byte in the first 8 KiB, or bytes that are not UTF-8) are refused. Paths are relative to the workspace root; paths that lead outside it are refused.`, s.opts.MaxReadBytes),
 		Annotations: readOnly("Read file"),
+		Resources:   []tool.ResourceArg{{Arg: "path", Kind: tool.ResourcePath}},
 	}, s.readFile)
 }
 

@@ -36,6 +36,7 @@ The write is atomic: the content goes to a temporary file in the same directory,
 
 Paths are relative to the workspace root; paths that lead outside it are refused. Returns the number of bytes written.`,
 		Annotations: writes("Write file", true),
+		Resources:   []tool.ResourceArg{{Arg: "path", Kind: tool.ResourcePath}},
 	}, s.writeFile)
 }
 
@@ -175,6 +176,7 @@ old_string must match the file's text exactly, white space and indentation inclu
 
 The file is rewritten atomically and keeps its permissions. Returns the number of replacements made.`,
 		Annotations: writes("Edit file", false),
+		Resources:   []tool.ResourceArg{{Arg: "path", Kind: tool.ResourcePath}},
 	}, s.editFile)
 }
 

@@ -236,4 +236,3 @@ func printContent(w io.Writer, r *tool.Result) error {
 	}
 	return nil
 }
-

@@ -93,6 +93,7 @@ func newRoot(s Streams, extra []tool.Tool) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.workspace, "workspace", "", "workspace root (default: the current directory)")
 	root.PersistentFlags().StringVar(&g.config, "config", "", "configuration file to use instead of WORKSPACE/lathe.toml")
 	root.AddCommand(newListCmd(g), newDescribeCmd(g), newCallCmd(g), newVersionCmd(g))
+	root.AddCommand(newBatchCmd(g))
 	return root
 }
 

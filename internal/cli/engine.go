@@ -32,9 +32,21 @@ func (g *globals) openEngine() (*lathe.Engine, error) {
 	if err != nil {
 		return nil, &configError{err}
 	}
+	// The workspace handle lives as long as the process: the engine's
+	// batches resolve paths through it for as long as the engine serves.
+	w, err := tools.NewWorkspace(ws)
+	if err != nil {
+		return nil, &usageError{err}
+	}
 	e := lathe.New(lathe.Options{
 		Timeout:        cfg.Defaults.Timeout,
 		MaxOutputBytes: cfg.Defaults.MaxOutputBytes,
+		Batch: lathe.BatchConfig{
+			MaxConcurrency: cfg.Batch.MaxConcurrency,
+			MaxPerTool:     cfg.Batch.MaxPerTool,
+			MaxPerServer:   cfg.Batch.MaxPerServer,
+			ResolvePath:    w.Resolve,
+		},
 	})
 	std, err := tools.Standard(ws, tools.Options{Describe: e.Lookup})
 	if err != nil {

@@ -1,0 +1,433 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/plan"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+func newBatchCmd(g *globals) *cobra.Command {
+	var (
+		asJSON, showPlan, stopOnError bool
+		maxConcurrency                int
+		answers                       []string
+		previous                      string
+	)
+	cmd := &cobra.Command{
+		Use:   "batch FILE|-",
+		Short: "Run several tool calls, at once where they do not conflict",
+		Long: "Run the tool calls listed in FILE (or standard input): a JSON array of {\"name\", \"arguments\"}\n" +
+			"objects, or tool calls as OpenAI and Anthropic models write them. Calls that cannot interfere run at\n" +
+			"once; calls that touch the same file keep their order. The outcomes are printed in the order of the\n" +
+			"calls; --json prints them as a JSON array, and --plan prints the plan without running anything.\n\n" +
+			"When calls ask questions, the others still run; lathe asks the questions on the terminal and runs\n" +
+			"the calls still pending again. Without a terminal it prints them and exits with code 10; run again\n" +
+			"with --answer N:ID=VALUE (N counts calls from 1) and --previous set to the earlier --json output,\n" +
+			"so that only the pending calls run.",
+		Args: usage(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			calls, err := readCalls(args[0], g.streams.In)
+			if err != nil {
+				return &usageError{err}
+			}
+			if err := applyAnswers(calls, answers); err != nil {
+				return &usageError{err}
+			}
+			opts := &lathe.BatchOptions{StopOnError: stopOnError, MaxConcurrency: maxConcurrency}
+			if previous != "" {
+				if opts.Previous, err = readPrevious(previous, calls); err != nil {
+					return &usageError{err}
+				}
+			}
+			e, err := g.openEngine()
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			if showPlan {
+				return printPlan(g.streams.Out, e, calls, asJSON)
+			}
+			ask := terminalAsker(g.streams)
+			outs := e.CallBatch(cmd.Context(), calls, opts)
+			for ask != nil && anyQuestion(outs) {
+				for i, o := range outs {
+					if o.Question == nil {
+						continue
+					}
+					fmt.Fprintf(g.streams.Err, "#%d %s asks:\n", i+1, calls[i].Name)
+					a, err := ask(o.Question)
+					if err != nil {
+						return err
+					}
+					if calls[i].Answers == nil {
+						calls[i].Answers = map[string]any{}
+					}
+					calls[i].Answers[o.Question.ID] = a
+				}
+				opts.Previous = outs
+				outs = e.CallBatch(cmd.Context(), calls, opts)
+			}
+			return printOutcomes(g.streams, calls, outs, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array with one outcome per call, in order")
+	cmd.Flags().BoolVar(&showPlan, "plan", false, "print the plan (stages, effects, order) without running anything")
+	cmd.Flags().BoolVar(&stopOnError, "stop-on-error", false, "stop the batch at the first call that fails")
+	cmd.Flags().IntVar(&maxConcurrency, "max-concurrency", 0, "run at most N calls at once (default: the configured cap)")
+	cmd.Flags().StringArrayVar(&answers, "answer", nil, "answer a question, as N:ID=VALUE for call N or ID=VALUE for every call (repeatable)")
+	cmd.Flags().StringVar(&previous, "previous", "", "the --json output of an earlier run of the same batch; calls it settled do not run again")
+	return cmd
+}
+
+// readCalls reads the batch from a file, or from stdin for "-".
+func readCalls(name string, stdin io.Reader) ([]*tool.Call, error) {
+	var data []byte
+	var err error
+	if name == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading calls: %w", err)
+	}
+	calls, err := parseCalls(data)
+	if err != nil {
+		return nil, fmt.Errorf("reading calls from %s: %w", displayName(name), err)
+	}
+	return calls, nil
+}
+
+func displayName(name string) string {
+	if name == "-" {
+		return "standard input"
+	}
+	return name
+}
+
+// wireCall is one tool call in any of the shapes models write:
+//
+//	lathe      {"id", "name", "arguments": {…}, "answers"}
+//	OpenAI     {"id", "type": "function", "function": {"name", "arguments": "…"}}   (chat completions)
+//	           {"type": "function_call", "call_id", "name", "arguments": "…"}     (responses)
+//	Anthropic  {"type": "tool_use", "id", "name", "input": {…}}
+type wireCall struct {
+	Type      string          `json:"type"`
+	ID        string          `json:"id"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Input     json.RawMessage `json:"input"`
+	Function  *struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+	Answers map[string]any `json:"answers"`
+}
+
+// parseCalls reads a batch: a JSON array of calls, or an object that holds
+// one under "calls", "tool_calls" (an OpenAI assistant message), "content"
+// (an Anthropic assistant message) or "output" (an OpenAI response). Blocks
+// that are not tool calls (text, reasoning) are skipped.
+func parseCalls(data []byte) ([]*tool.Call, error) {
+	var list []json.RawMessage
+	if err := json.Unmarshal(data, &list); err != nil {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(data, &obj) != nil {
+			return nil, fmt.Errorf("want a JSON array of tool calls: %w", err)
+		}
+		var inner json.RawMessage
+		for _, key := range []string{"calls", "tool_calls", "content", "output"} {
+			if v, ok := obj[key]; ok {
+				inner = v
+				break
+			}
+		}
+		if inner == nil {
+			return nil, errors.New(`want a JSON array of tool calls, or an object holding one under "calls", "tool_calls", "content" or "output"`)
+		}
+		if err := json.Unmarshal(inner, &list); err != nil {
+			return nil, fmt.Errorf("want a JSON array of tool calls: %w", err)
+		}
+	}
+	var calls []*tool.Call
+	for i, raw := range list {
+		var w wireCall
+		if err := json.Unmarshal(raw, &w); err != nil {
+			return nil, fmt.Errorf("element %d: %w", i+1, err)
+		}
+		switch w.Type {
+		case "", "function", "function_call", "tool_use":
+		default:
+			continue // text, thinking, reasoning …
+		}
+		c := &tool.Call{ID: w.ID, Name: w.Name, Arguments: w.Arguments, Answers: w.Answers}
+		if w.CallID != "" {
+			c.ID = w.CallID // what an OpenAI response's tool output refers to
+		}
+		if w.Function != nil {
+			c.Name, c.Arguments = w.Function.Name, w.Function.Arguments
+		}
+		if len(c.Arguments) == 0 {
+			c.Arguments = w.Input
+		}
+		if c.Name == "" {
+			return nil, fmt.Errorf("element %d: no tool name", i+1)
+		}
+		args, err := unwrapArguments(c.Arguments)
+		if err != nil {
+			return nil, fmt.Errorf("element %d (%s): %w", i+1, c.Name, err)
+		}
+		c.Arguments = args
+		calls = append(calls, c)
+	}
+	if len(calls) == 0 {
+		return nil, errors.New("no tool calls in the input")
+	}
+	return calls, nil
+}
+
+// unwrapArguments returns the arguments object of a call. OpenAI sends the
+// object as a string of JSON, which is unwrapped here; what it holds, valid
+// or not, is the engine's to judge, so that a malformed call fails alone.
+func unwrapArguments(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage(`{}`), nil
+	}
+	if raw[0] != '"' {
+		return raw, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(s) == "" {
+		return json.RawMessage(`{}`), nil
+	}
+	return json.RawMessage(s), nil
+}
+
+// applyAnswers adds --answer flags to the calls: N:ID=VALUE answers call N,
+// counting from 1; ID=VALUE answers every call that asks ID.
+func applyAnswers(calls []*tool.Call, flags []string) error {
+	for _, f := range flags {
+		targets := calls
+		if n, rest, ok := strings.Cut(f, ":"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			i, err := strconv.Atoi(n)
+			if err != nil || i < 1 || i > len(calls) {
+				return fmt.Errorf("--answer %q: there is no call %s; calls count from 1 to %d", f, n, len(calls))
+			}
+			targets, f = calls[i-1:i], rest
+		}
+		ans, err := parseAnswers([]string{f})
+		if err != nil {
+			return err
+		}
+		for _, c := range targets {
+			if c.Answers == nil {
+				c.Answers = map[string]any{}
+			}
+			for id, v := range ans {
+				c.Answers[id] = v
+			}
+		}
+	}
+	return nil
+}
+
+// outcomeJSON is one element of the output of --json: the call's id and
+// tool, and its outcome (result, question, or the calls it waits for, which
+// count from 0 like the elements of the array).
+type outcomeJSON struct {
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name"`
+	lathe.BatchOutcome
+}
+
+// readPrevious reads the --json output of an earlier run of the batch.
+func readPrevious(name string, calls []*tool.Call) ([]lathe.BatchOutcome, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("--previous: %w", err)
+	}
+	var prev []outcomeJSON
+	if err := json.Unmarshal(data, &prev); err != nil {
+		return nil, fmt.Errorf("--previous %s: want the --json output of lathe batch: %w", name, err)
+	}
+	if len(prev) != len(calls) {
+		return nil, fmt.Errorf("--previous %s holds %d outcomes for %d calls", name, len(prev), len(calls))
+	}
+	outs := make([]lathe.BatchOutcome, len(prev))
+	for i, p := range prev {
+		if p.Name != calls[i].Name {
+			return nil, fmt.Errorf("--previous %s: outcome %d is of %s, but call %d is of %s", name, i+1, p.Name, i+1, calls[i].Name)
+		}
+		outs[i] = p.BatchOutcome
+	}
+	return outs, nil
+}
+
+func anyQuestion(outs []lathe.BatchOutcome) bool {
+	for _, o := range outs {
+		if o.Question != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// printOutcomes prints each call's outcome under a header line, in order,
+// and returns an error that carries the exit code: 10 if a call still needs
+// an answer, else the code of the first call that failed.
+func printOutcomes(s Streams, calls []*tool.Call, outs []lathe.BatchOutcome, asJSON bool) error {
+	if asJSON {
+		elems := make([]outcomeJSON, len(outs))
+		for i, o := range outs {
+			elems[i] = outcomeJSON{ID: calls[i].ID, Name: calls[i].Name, BatchOutcome: o}
+		}
+		if err := writeJSON(s.Out, elems); err != nil {
+			return err
+		}
+	}
+	var firstFailure error
+	var failed, asked, waiting int
+	for i, o := range outs {
+		head := fmt.Sprintf("--- #%d %s", i+1, calls[i].Name)
+		if calls[i].ID != "" {
+			head += " (" + calls[i].ID + ")"
+		}
+		switch {
+		case o.Question != nil:
+			asked++
+			if !asJSON {
+				q := o.Question
+				fmt.Fprintf(s.Out, "%s: asks %s\n%s %s\nanswer with: --answer %d:%s=VALUE\n", head, q.ID, q.Text, hint(q), i+1, q.ID)
+			}
+		case o.Waiting():
+			waiting++
+			if !asJSON {
+				refs := make([]string, len(o.WaitsFor))
+				for k, j := range o.WaitsFor {
+					refs[k] = "#" + strconv.Itoa(j+1)
+				}
+				fmt.Fprintf(s.Out, "%s: waits for %s\n", head, strings.Join(refs, ", "))
+			}
+		case o.Result.IsError:
+			failed++
+			if firstFailure == nil {
+				firstFailure = o.Err()
+			}
+			if !asJSON {
+				fmt.Fprintf(s.Out, "%s: %s\n", head, o.Result.ErrorKind)
+				if err := printContent(s.Out, o.Result); err != nil {
+					return err
+				}
+			}
+		default:
+			if !asJSON {
+				fmt.Fprintf(s.Out, "%s: ok\n", head)
+				if err := printContent(s.Out, o.Result); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if failed > 0 && !asJSON {
+		fmt.Fprintf(s.Err, "%d of %d calls failed\n", failed, len(outs))
+	}
+	if asked > 0 {
+		if !asJSON {
+			fmt.Fprintf(s.Err, "pending: %d asking, %d waiting for answers; run again with --answer and --previous\n", asked, waiting)
+		}
+		return &silentError{&needsInputError{firstQuestion(outs)}}
+	}
+	if firstFailure != nil {
+		return &silentError{firstFailure}
+	}
+	return nil
+}
+
+func firstQuestion(outs []lathe.BatchOutcome) *tool.Question {
+	for _, o := range outs {
+		if o.Question != nil {
+			return o.Question
+		}
+	}
+	return nil
+}
+
+// planJSON is the output of --plan --json. Indexes count from 0.
+type planJSON struct {
+	Stages [][]int        `json:"stages"`
+	Calls  []planCallJSON `json:"calls"`
+}
+
+type planCallJSON struct {
+	Index int    `json:"index"`
+	ID    string `json:"id,omitempty"`
+	Name  string `json:"name"`
+	Known bool   `json:"known"`
+	Stage int    `json:"stage"`
+	After []int  `json:"after"`
+	// Summary says in words what Effects say as data.
+	Summary string `json:"summary"`
+	plan.Effects
+	Caps []string `json:"caps,omitempty"`
+}
+
+// printPlan prints the plan of a batch: its stages, and each call's effects
+// and the calls it must follow.
+func printPlan(w io.Writer, e *lathe.Engine, calls []*tool.Call, asJSON bool) error {
+	p := e.PlanBatch(calls)
+	if asJSON {
+		out := planJSON{Stages: p.Stages(), Calls: make([]planCallJSON, len(calls))}
+		for i, c := range p.Calls {
+			_, known := e.Lookup(c.Name)
+			after := p.After[i]
+			if after == nil {
+				after = []int{}
+			}
+			out.Calls[i] = planCallJSON{Index: i, ID: calls[i].ID, Name: c.Name, Known: known, Stage: p.Stage[i],
+				After: after, Summary: effectSummary(known, &c.Effects), Effects: c.Effects, Caps: c.Caps}
+		}
+		return writeJSON(w, out)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for s, stage := range p.Stages() {
+		fmt.Fprintf(tw, "stage %d\n", s+1)
+		for _, i := range stage {
+			c := p.Calls[i]
+			_, known := e.Lookup(c.Name)
+			fmt.Fprintf(tw, "  #%d\t%s\t%s", i+1, c.Name, effectSummary(known, &c.Effects))
+			if len(p.After[i]) > 0 {
+				refs := make([]string, len(p.After[i]))
+				for k, j := range p.After[i] {
+					refs[k] = "#" + strconv.Itoa(j+1)
+				}
+				fmt.Fprintf(tw, "\tafter %s", strings.Join(refs, ", "))
+			}
+			fmt.Fprintln(tw)
+		}
+	}
+	return tw.Flush()
+}
+
+func effectSummary(known bool, e *plan.Effects) string {
+	if !known {
+		return "unknown tool: fails without running"
+	}
+	return e.String()
+}
