@@ -62,6 +62,9 @@ type entry struct {
 	tool   tool.Tool
 	input  *schema.Schema
 	output *schema.Schema // nil when the tool declares no output schema
+	// cooperative says the runtime returns promptly when its context ends,
+	// so it may run on the caller's goroutine.
+	cooperative bool
 }
 
 // New returns an engine with no tools.
@@ -141,6 +144,9 @@ func compile(t tool.Tool) (*entry, error) {
 		d.InputSchema = in.Raw()
 	}
 	en := &entry{tool: t, input: in}
+	if c, ok := t.Runtime.(tool.Cooperative); ok {
+		en.cooperative = c.Cooperative()
+	}
 	if len(d.OutputSchema) > 0 {
 		if en.output, err = schema.Compile(d.OutputSchema); err != nil {
 			return nil, fmt.Errorf("lathe: tool %q: output schema: %w", d.Name, err)

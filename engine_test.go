@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -155,21 +156,17 @@ func TestPanicBecomesRuntimeFailure(t *testing.T) {
 	}
 }
 
-func sleeper(release <-chan struct{}) tool.Tool {
-	return builtin.Must(builtin.Func(tool.Definition{Name: "sleep"}, func(ctx context.Context, in struct {
-		Ignore bool `json:"ignore,omitempty"`
-	}) (string, error) {
-		if in.Ignore {
-			<-release // a tool that does not watch its context
-			return "late", nil
-		}
+// sleeper waits for its context to end and returns its error, as a Go tool
+// that watches its context does.
+func sleeper() tool.Tool {
+	return builtin.Must(builtin.Func(tool.Definition{Name: "sleep"}, func(ctx context.Context, _ struct{}) (string, error) {
 		<-ctx.Done()
 		return "", ctx.Err()
 	}))
 }
 
 func TestTimeout(t *testing.T) {
-	s := sleeper(nil)
+	s := sleeper()
 	s.Timeout = 20 * time.Millisecond
 	e := newEngine(t, lathe.Options{}, s)
 	out := call(t, e, "sleep", `{}`)
@@ -178,18 +175,37 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
-func TestDefaultTimeoutAndToolThatIgnoresContext(t *testing.T) {
+func TestDefaultTimeoutAndRuntimeThatIgnoresContext(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release) // lets the stuck goroutine finish before goleak looks
-	e := newEngine(t, lathe.Options{Timeout: 20 * time.Millisecond}, sleeper(release))
-	out := call(t, e, "sleep", `{"ignore":true}`)
+	// A runtime the engine knows nothing about (not tool.Cooperative) runs
+	// on a goroutine of its own, so the deadline holds even when it ignores
+	// its context.
+	stuck := tool.RuntimeFunc(func(context.Context, *tool.Definition, *tool.Call) (*tool.Outcome, error) {
+		<-release
+		return &tool.Outcome{Result: tool.TextResult("late")}, nil
+	})
+	e := newEngine(t, lathe.Options{Timeout: 20 * time.Millisecond},
+		tool.Tool{Definition: tool.Definition{Name: "stuck"}, Runtime: stuck})
+	out := call(t, e, "stuck", `{}`)
 	if !errors.Is(out.Err(), tool.ErrTimeout) {
 		t.Fatalf("outcome = %+v", out.Result)
 	}
 }
 
+func TestPanicOnTheRuntimesOwnGoroutine(t *testing.T) {
+	rt := tool.RuntimeFunc(func(context.Context, *tool.Definition, *tool.Call) (*tool.Outcome, error) {
+		panic("from a foreign runtime")
+	})
+	e := newEngine(t, lathe.Options{}, tool.Tool{Definition: tool.Definition{Name: "foreign"}, Runtime: rt})
+	out := call(t, e, "foreign", `{}`)
+	if !errors.Is(out.Err(), tool.ErrRuntimeFailure) || !strings.Contains(out.Result.Text(), "from a foreign runtime") {
+		t.Fatalf("outcome = %+v", out.Result)
+	}
+}
+
 func TestCancellation(t *testing.T) {
-	e := newEngine(t, lathe.Options{}, sleeper(nil))
+	e := newEngine(t, lathe.Options{}, sleeper())
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(10*time.Millisecond, cancel)
 	out := e.Call(ctx, &tool.Call{Name: "sleep"})
@@ -359,7 +375,7 @@ func TestMiddlewareSeesValidatedArguments(t *testing.T) {
 }
 
 func TestToolsAndUnregister(t *testing.T) {
-	e := newEngine(t, lathe.Options{}, addTool(), sleeper(nil))
+	e := newEngine(t, lathe.Options{}, addTool(), sleeper())
 	var names []string
 	for _, d := range e.Tools() {
 		names = append(names, d.Name)
@@ -450,5 +466,16 @@ func TestOutputCapOddBlocks(t *testing.T) {
 	c := out.Result.Content
 	if len(c) != 2 || c[0].Text != "tail" || !strings.Contains(c[1].Text, "text block of 103 bytes omitted") {
 		t.Errorf("content = %+v", c)
+	}
+}
+
+func TestCallersSoonerDeadlineGoverns(t *testing.T) {
+	e := newEngine(t, lathe.Options{Timeout: time.Hour}, sleeper())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	out := e.Call(ctx, &tool.Call{Name: "sleep"})
+	// The message names the caller's deadline, not the engine's hour.
+	if !errors.Is(out.Err(), tool.ErrTimeout) || !regexp.MustCompile(`stopped after [0-9]+ms`).MatchString(out.Result.Text()) {
+		t.Fatalf("outcome = %+v", out.Result)
 	}
 }

@@ -118,9 +118,10 @@ func invalid(inv *Invocation, stage string, err error) error {
 		Stage: stage, Message: "invalid arguments", Err: err}
 }
 
-// execute runs the tool under its deadline. The runtime runs on its own
-// goroutine so that a tool which ignores its context still cannot hold the
-// caller past the deadline; a panic there becomes a runtime failure.
+// execute runs the tool under its deadline. A [tool.Cooperative] runtime
+// runs on the caller's goroutine; any other runs on a goroutine of its own,
+// so that one which ignores its context still cannot hold the caller past
+// the deadline. Either way a panic becomes a runtime failure.
 func (e *Engine) execute(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
 	t := inv.Tool
 	call := inv.Call
@@ -137,41 +138,58 @@ func (e *Engine) execute(ctx context.Context, inv *Invocation) (*tool.Outcome, e
 	if timeout <= 0 {
 		timeout = e.opts.Timeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	type result struct {
-		out *tool.Outcome
-		err error
+	// A caller's deadline that comes sooner governs alone, and saves a timer.
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= timeout {
+		timeout = time.Until(d).Round(time.Millisecond)
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
-	done := make(chan result, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				e.opts.Logger.Error("tool panicked", "tool", t.Definition.Name, "panic", p, "stack", string(debug.Stack()))
-				done <- result{err: &tool.Error{Kind: tool.KindRuntimeFailure, Tool: t.Definition.Name,
-					Runtime: t.Definition.Runtime, Stage: "execute", Message: fmt.Sprintf("the tool panicked: %v", p)}}
-			}
-		}()
-		out, err := t.Runtime.Execute(ctx, &t.Definition, call)
-		done <- result{out, err}
-	}()
 
-	select {
-	case r := <-done:
-		// A tool that stopped because its context ended reports that as
-		// a failure of its own; it is the deadline or the caller's
-		// cancellation that ended it, and the outcome says so.
-		if r.err != nil || (ctx.Err() != nil && r.out != nil && r.out.Result != nil && r.out.Result.IsError) {
-			if r.err == nil {
-				r.err = r.out.Err()
-			}
-			return nil, e.executeError(ctx, inv, r.err, timeout)
+	var out *tool.Outcome
+	var err error
+	if inv.entry.cooperative {
+		out, err = e.run(ctx, t, call)
+	} else {
+		type result struct {
+			out *tool.Outcome
+			err error
 		}
-		return r.out, nil
-	case <-ctx.Done():
-		return nil, e.executeError(ctx, inv, ctx.Err(), timeout)
+		done := make(chan result, 1)
+		go func() {
+			out, err := e.run(ctx, t, call)
+			done <- result{out, err}
+		}()
+		select {
+		case r := <-done:
+			out, err = r.out, r.err
+		case <-ctx.Done():
+			return nil, e.executeError(ctx, inv, ctx.Err(), timeout)
+		}
 	}
+	// A tool that stopped because its context ended reports that as a
+	// failure of its own; it is the deadline or the caller's cancellation
+	// that ended it, and the outcome says so.
+	if err != nil || (ctx.Err() != nil && out != nil && out.Result != nil && out.Result.IsError) {
+		if err == nil {
+			err = out.Err()
+		}
+		return nil, e.executeError(ctx, inv, err, timeout)
+	}
+	return out, nil
+}
+
+// run calls the runtime and turns a panic into a runtime failure.
+func (e *Engine) run(ctx context.Context, t *tool.Tool, call *tool.Call) (out *tool.Outcome, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.opts.Logger.Error("tool panicked", "tool", t.Definition.Name, "panic", p, "stack", string(debug.Stack()))
+			out, err = nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: t.Definition.Name,
+				Runtime: t.Definition.Runtime, Stage: "execute", Message: fmt.Sprintf("the tool panicked: %v", p)}
+		}
+	}()
+	return t.Runtime.Execute(ctx, &t.Definition, call)
 }
 
 // executeError classifies a runtime's failure: a context that ended makes it

@@ -1,12 +1,15 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/runtime/builtin"
@@ -109,6 +112,69 @@ func BenchmarkBuiltin(b *testing.B) {
 			compare(b, callers, floorOp, engineOp)
 		})
 	}
+}
+
+// BenchmarkBuiltinFloors sets the engine beside two other floors, each in
+// the same run: "validate", the floor as narrowly as it can be put (the
+// arguments decoded and validated against the precompiled schema, and no
+// more: the function is not called), and "library", the same typed call
+// made with encoding/json and the JSON Schema library alone, as a program
+// without lathe's schema package would make it.
+func BenchmarkBuiltinFloors(b *testing.B) {
+	f := newFloor(b)
+	e := newSearchEngine(b)
+	ctx := context.Background()
+	engineOp := func() {
+		if out := e.Call(ctx, &tool.Call{Name: "search", Arguments: fullArgs}); out.Result == nil || out.Result.IsError {
+			b.Errorf("engine call failed: %+v", out)
+		}
+	}
+	b.Run("floor=validate", func(b *testing.B) {
+		compare(b, 1, func() {
+			v, err := schema.Decode(fullArgs)
+			if err == nil {
+				err = f.s.Validate(v)
+			}
+			if err != nil {
+				b.Error(err)
+			}
+		}, engineOp)
+	})
+	b.Run("floor=library", func(b *testing.B) {
+		raw, err := schema.For[searchIn]()
+		if err != nil {
+			b.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource("search.json", doc); err != nil {
+			b.Fatal(err)
+		}
+		sch, err := c.Compile("search.json")
+		if err != nil {
+			b.Fatal(err)
+		}
+		compare(b, 1, func() {
+			var v any
+			if err := json.Unmarshal(fullArgs, &v); err != nil {
+				b.Error(err)
+			}
+			if err := sch.Validate(v); err != nil {
+				b.Error(err)
+			}
+			var in searchIn
+			if err := json.Unmarshal(fullArgs, &in); err != nil {
+				b.Error(err)
+			}
+			out, _ := search(ctx, in)
+			if _, err := json.Marshal(out); err != nil {
+				b.Error(err)
+			}
+		}, engineOp)
+	})
 }
 
 // BenchmarkBuiltinDefaults is BenchmarkBuiltin with arguments that leave two

@@ -28,3 +28,15 @@ func (f RuntimeFunc) Execute(ctx context.Context, def *Definition, call *Call) (
 type Closer interface {
 	Close() error
 }
+
+// Cooperative is implemented by runtimes whose Execute returns promptly once
+// its context ends: a process runtime that stops its process group, an MCP
+// client that sends notifications/cancelled, a Go function that watches its
+// context. The engine runs a cooperative runtime on the caller's goroutine,
+// as net/http and gRPC run handlers, and any other runtime on a goroutine of
+// its own, so that a runtime the engine knows nothing about cannot hold its
+// caller past the deadline.
+type Cooperative interface {
+	// Cooperative reports whether Execute returns promptly when its context ends.
+	Cooperative() bool
+}

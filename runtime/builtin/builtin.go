@@ -11,7 +11,9 @@
 // text alone, and a *tool.Result Out is passed through as it is.
 //
 // A handler error becomes an error result the model can read, not a failure
-// of the engine. A function that needs input calls [Ask]: on the first run it
+// of the engine, and a panic becomes a runtime failure. The function must
+// watch its context: the engine runs it on the caller's goroutine, so its
+// deadline and cancellation reach it only through ctx. A function that needs input calls [Ask]: on the first run it
 // returns a question to the caller, and when the caller calls again with the
 // answer, [Ask] returns it.
 package builtin
@@ -82,6 +84,12 @@ func structType(t reflect.Type) bool {
 	}
 	return t.Kind() == reflect.Struct && t != reflect.TypeFor[tool.Result]()
 }
+
+// Cooperative reports true: a Go function is expected to watch its context,
+// as all Go code that takes one does, and so runs on its caller's goroutine
+// without the cost of a goroutine of its own. A function that ignores its
+// context holds its own call past the deadline, and nothing else.
+func (r *Runtime[In, Out]) Cooperative() bool { return true }
 
 // Execute decodes the arguments into In, calls the function and renders Out.
 func (r *Runtime[In, Out]) Execute(ctx context.Context, def *tool.Definition, call *tool.Call) (*tool.Outcome, error) {
