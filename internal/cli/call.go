@@ -125,10 +125,16 @@ func terminalAsker(s Streams) func(*tool.Question) (any, error) {
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	r := bufio.NewReader(f)
+	return newAsker(f, s.Err)
+}
+
+// newAsker returns a function that asks questions on w and reads the
+// answers from in, one line each, until an answer fits the question.
+func newAsker(in io.Reader, w io.Writer) func(*tool.Question) (any, error) {
+	r := bufio.NewReader(in)
 	return func(q *tool.Question) (any, error) {
 		for {
-			fmt.Fprint(s.Err, prompt(q))
+			fmt.Fprint(w, prompt(q))
 			line, err := r.ReadString('\n')
 			if err != nil && line == "" {
 				return nil, &needsInputError{q}
@@ -140,7 +146,7 @@ func terminalAsker(s Streams) func(*tool.Question) (any, error) {
 			if a, ok := parseAnswer(q, line); ok {
 				return a, nil
 			}
-			fmt.Fprintln(s.Err, "Please answer", hint(q))
+			fmt.Fprintln(w, "Please answer", hint(q))
 		}
 	}
 }
