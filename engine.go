@@ -87,36 +87,7 @@ func New(opts Options) *Engine {
 // Register adds tools to the engine. Each tool's schemas are compiled here,
 // once; a call never compiles one. Registration is all or nothing: an invalid
 // name, a bad schema or a name already taken adds none of the tools.
-func (e *Engine) Register(tools ...tool.Tool) error {
-	if e.closed.Load() {
-		return errors.New("lathe: register on a closed engine")
-	}
-	entries := make([]*entry, 0, len(tools))
-	for _, t := range tools {
-		en, err := compile(t)
-		if err != nil {
-			return err
-		}
-		entries = append(entries, en)
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	old := e.tools.Load().byName
-	next := make(map[string]*entry, len(old)+len(entries))
-	for k, v := range old {
-		next[k] = v
-	}
-	for _, en := range entries {
-		name := en.tool.Definition.Name
-		if prev, ok := next[name]; ok {
-			return fmt.Errorf("lathe: tool %q from %s collides with the tool of that name from %s",
-				name, sourceOf(en.tool.Definition), sourceOf(prev.tool.Definition))
-		}
-		next[name] = en
-	}
-	e.tools.Store(&registry{byName: next})
-	return nil
-}
+func (e *Engine) Register(tools ...tool.Tool) error { return e.Replace(nil, tools...) }
 
 func sourceOf(d tool.Definition) string {
 	if d.Source == "" {
@@ -157,17 +128,9 @@ func compile(t tool.Tool) (*entry, error) {
 
 // Unregister removes the named tools; names not registered are ignored.
 func (e *Engine) Unregister(names ...string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	old := e.tools.Load().byName
-	next := make(map[string]*entry, len(old))
-	for k, v := range old {
-		next[k] = v
-	}
-	for _, n := range names {
-		delete(next, n)
-	}
-	e.tools.Store(&registry{byName: next})
+	// Replace with nothing to add cannot fail but on a closed engine, where
+	// there is nothing left to remove from.
+	_ = e.Replace(names)
 }
 
 // Tools returns the definitions of every registered tool, sorted by name.
@@ -223,4 +186,44 @@ func (e *Engine) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Replace removes the named tools and registers add, in one step: a
+// concurrent call sees the registry before or after, never a state in
+// between. It is how a source whose tools change while the engine runs (an
+// upstream MCP server that sends notifications/tools/list_changed) refreshes
+// them. Like [Engine.Register] it is all or nothing: an invalid tool, or a
+// name taken by a tool that is not removed, changes nothing.
+func (e *Engine) Replace(remove []string, add ...tool.Tool) error {
+	if e.closed.Load() {
+		return errors.New("lathe: replace on a closed engine")
+	}
+	entries := make([]*entry, 0, len(add))
+	for _, t := range add {
+		en, err := compile(t)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, en)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := e.tools.Load().byName
+	next := make(map[string]*entry, len(old)+len(entries))
+	for k, v := range old {
+		next[k] = v
+	}
+	for _, n := range remove {
+		delete(next, n)
+	}
+	for _, en := range entries {
+		name := en.tool.Definition.Name
+		if prev, ok := next[name]; ok {
+			return fmt.Errorf("lathe: tool %q from %s collides with the tool of that name from %s",
+				name, sourceOf(en.tool.Definition), sourceOf(prev.tool.Definition))
+		}
+		next[name] = en
+	}
+	e.tools.Store(&registry{byName: next})
+	return nil
 }

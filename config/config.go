@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lathe-tools/lathe/tool"
@@ -25,6 +26,12 @@ type Config struct {
 	Batch Batch `toml:"batch"`
 	// Tools holds the [tools.NAME] tables, keyed by NAME: overrides for one tool.
 	Tools map[string]*Tool `toml:"tools"`
+	// MCP holds the [mcp.NAME] tables, keyed by NAME: upstream MCP servers
+	// (see mcp.go).
+	MCP map[string]*MCPServer `toml:"mcp"`
+	// Toolsets holds the [toolsets.NAME] tables: binaries each of which
+	// describes several tools (see local.go).
+	Toolsets map[string]*Toolset `toml:"toolsets"`
 	// Files names the files that were read, lowest precedence first.
 	Files []string `toml:"-"`
 }
@@ -59,6 +66,24 @@ type Tool struct {
 	// MaxConcurrency caps how many calls of the tool one batch runs at once.
 	// Zero means no cap of its own.
 	MaxConcurrency int `toml:"max_concurrency"`
+
+	// The keys below make a local tool, one that runs as a process (see
+	// local.go). Command is what makes the table define a tool rather than
+	// adjust one; Parameters also adjust the tools of a toolset.
+
+	// Command is the tool's argv, as in command = ["git", "log", "-n", "{count}"].
+	Command []string `toml:"command"`
+	// Shell = true runs the command, then one string, with /bin/sh.
+	Shell bool `toml:"shell"`
+	// Runtime names the runtime; empty means inferred from the command.
+	Runtime string `toml:"runtime"`
+	// Parameters holds the [tools.NAME.parameters.P] tables.
+	Parameters map[string]*Param `toml:"parameters"`
+	// Options are passed to the tool with every call.
+	Options map[string]any `toml:"options"`
+	// Env names variables of lathe's environment the tool's process gets.
+	Env []string `toml:"env"`
+
 	// Pos is where the table was defined, in the file that won.
 	Pos Pos `toml:"-"`
 }
@@ -234,6 +259,10 @@ func clone(v reflect.Value) reflect.Value {
 				c.Field(i).Set(clone(v.Field(i)))
 			}
 		}
+	case reflect.Interface:
+		if !v.IsNil() {
+			c.Set(clone(v.Elem()))
+		}
 	default:
 		c.Set(v)
 	}
@@ -241,7 +270,8 @@ func clone(v reflect.Value) reflect.Value {
 }
 
 // Apply applies the [tools.NAME] table for t's name, if there is one: its
-// summary, description and timeout replace t's. It reports whether the tool
+// summary, description and timeout replace t's ({description} in the
+// description stands for t's own). It reports whether the tool
 // is enabled; a tool is enabled unless its table says enable = false.
 func (c *Config) Apply(t *tool.Tool) (enabled bool) {
 	if c == nil {
@@ -255,7 +285,9 @@ func (c *Config) Apply(t *tool.Tool) (enabled bool) {
 		t.Definition.Summary = o.Summary
 	}
 	if o.Description != "" {
-		t.Definition.Description = o.Description
+		// {description} stands for the tool's own text, so that a setting
+		// can add to it rather than replace it.
+		t.Definition.Description = strings.ReplaceAll(o.Description, "{description}", t.Definition.Description)
 	}
 	if o.Timeout != 0 {
 		t.Timeout = o.Timeout

@@ -55,6 +55,8 @@ func parse(name string, data []byte, cfg *Config) []error {
 //   - float64: an integer or a float.
 //   - time.Duration: a string in Go's duration syntax ("90s", "1m30s"), not
 //     negative.
+//   - any: any value with a JSON form (not a date or time), kept as go-toml
+//     decodes it: string, bool, int64, float64, []any, map[string]any.
 //
 // Adding a key is adding a tagged field. A field of a type outside this list
 // panics when a file sets its key, so the test that sets the new key finds it.
@@ -183,9 +185,39 @@ func (d *decoder) decode(path []string, v any, rv reflect.Value) {
 		default:
 			d.mismatch(path, t, v)
 		}
+	case reflect.Interface:
+		if t.NumMethod() != 0 {
+			panic(fmt.Sprintf("config: cannot decode into a %s (at %s); see the decoder's doc", t, keyString(path)))
+		}
+		if d.plain(path, v) {
+			rv.Set(reflect.ValueOf(v))
+		}
 	default:
 		panic(fmt.Sprintf("config: cannot decode into a %s (at %s); see the decoder's doc", t, keyString(path)))
 	}
+}
+
+// plain reports whether v, a value for an `any` field, has a JSON form:
+// dates and times, which JSON lacks, are errors.
+func (d *decoder) plain(path []string, v any) bool {
+	switch v := v.(type) {
+	case string, bool, int64, float64:
+		return true
+	case []any:
+		ok := true
+		for i, e := range v {
+			ok = d.plain(append(slices.Clip(path), strconv.Itoa(i)), e) && ok
+		}
+		return ok
+	case map[string]any:
+		ok := true
+		for _, k := range d.sortedKeys(path, v) {
+			ok = d.plain(append(slices.Clip(path), k), v[k]) && ok
+		}
+		return ok
+	}
+	d.failf(path, "dates and times have no JSON form; write a string instead")
+	return false
 }
 
 func (d *decoder) duration(path []string, v any, rv reflect.Value) {

@@ -17,6 +17,9 @@ func TestDocs(t *testing.T) {
 	}
 	doc := string(b)
 
+	// onPath holds the struct types being visited: a type that contains
+	// itself (a parameter's items are a parameter) is documented once.
+	onPath := map[reflect.Type]bool{}
 	var keys func(prefix string, typ reflect.Type)
 	keys = func(prefix string, typ reflect.Type) {
 		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Map || typ.Kind() == reflect.Slice {
@@ -25,9 +28,11 @@ func TestDocs(t *testing.T) {
 			}
 			typ = typ.Elem()
 		}
-		if typ.Kind() != reflect.Struct || typ == durationType {
+		if typ.Kind() != reflect.Struct || typ == durationType || onPath[typ] {
 			return
 		}
+		onPath[typ] = true
+		defer delete(onPath, typ)
 		for i := range typ.NumField() {
 			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("toml"), ",")
 			if name == "" || name == "-" {

@@ -13,6 +13,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/lathe-tools/lathe/internal/cli"
+	"github.com/lathe-tools/lathe/internal/mcptest"
 	"github.com/lathe-tools/lathe/runtime/builtin"
 	"github.com/lathe-tools/lathe/tool"
 )
@@ -22,6 +23,8 @@ func TestMain(m *testing.M) {
 		"lathe": func() { os.Exit(cli.Main()) },
 		// lathe-test is lathe with tools that misbehave on purpose.
 		"lathe-test": func() { os.Exit(cli.MainWith(testTools()...)) },
+		// lathe-sdk-tool is a local tool built with the SDK (local_test.go).
+		"lathe-sdk-tool": sdkTool,
 	})
 }
 
@@ -66,7 +69,16 @@ func TestScripts(t *testing.T) {
 			// Keep the user's own configuration out of the scripts.
 			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/.config")
 			env.Setenv("HOME", env.WorkDir)
+			// The reference MCP servers, for mcp*.txtar and serve*.txtar.
+			env.Setenv("MCP_NODE_MODULES", mcptest.NodeModules())
 			return nil
+		},
+		// [mcpservers]: the reference MCP servers are installed (.ci/run does).
+		Condition: func(cond string) (bool, error) {
+			if cond == "mcpservers" {
+				return mcptest.Installed(), nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits": exits,

@@ -94,6 +94,8 @@ func newRoot(s Streams, extra []tool.Tool) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.config, "config", "", "configuration file to use instead of WORKSPACE/lathe.toml")
 	root.AddCommand(newListCmd(g), newDescribeCmd(g), newCallCmd(g), newVersionCmd(g))
 	root.AddCommand(newBatchCmd(g))
+	root.AddCommand(newServeCmd(g))
+	root.AddCommand(newCacheCmd(g))
 	return root
 }
 

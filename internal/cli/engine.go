@@ -65,6 +65,14 @@ func (g *globals) openEngine() (*lathe.Engine, error) {
 			return nil, err
 		}
 	}
+	if err := g.loadLocal(e, cfg, ws, known); err != nil {
+		e.Close()
+		return nil, err
+	}
+	if err := g.loadMCP(e, cfg, ws, known); err != nil {
+		e.Close()
+		return nil, err
+	}
 	if err := cfg.Unused(func(name string) bool { return known[name] }); err != nil {
 		e.Close()
 		return nil, &configError{err}

@@ -1,0 +1,138 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// MCPServer is an [mcp.NAME] table: an upstream MCP server whose tools
+// lathe offers as its own. A server is spoken to over stdio (Command) or
+// over streamable HTTP (URL), never both.
+//
+// Strings of Command, Env, Cwd, URL and Headers may hold ${VAR}, replaced
+// by the variable VAR of lathe's environment when the servers are resolved
+// (see [Config.MCPServers]), so that a token need not be written in the file;
+// $$ stands for a $ of its own.
+type MCPServer struct {
+	// Name is NAME.
+	Name string `toml:"-"`
+	// Enable = false leaves the server out; nil means it was not said.
+	Enable *bool `toml:"enable"`
+	// Command is the server's argv, as in command = ["npx", "-y", "some-server"].
+	Command []string `toml:"command"`
+	// Env holds variables set for the command, beside lathe's own.
+	Env map[string]string `toml:"env"`
+	// Cwd is the command's working directory; empty means the workspace.
+	Cwd string `toml:"cwd"`
+	// URL is the endpoint of a server over streamable HTTP.
+	URL string `toml:"url"`
+	// Headers are sent with every HTTP request.
+	Headers map[string]string `toml:"headers"`
+	// Prefix is put before the server's tool names; nil means "NAME__",
+	// and "" means none.
+	Prefix *string `toml:"prefix"`
+	// Allow, if set, keeps only the tools whose name (on the server)
+	// matches one of its patterns (* and ? as in a file name); Deny then
+	// drops those matching one of its.
+	Allow []string `toml:"allow"`
+	Deny  []string `toml:"deny"`
+	// Timeout bounds one call of the server's tools.
+	Timeout time.Duration `toml:"timeout"`
+	// StartupTimeout bounds starting the server and listing its tools.
+	StartupTimeout time.Duration `toml:"startup_timeout"`
+	// Optional = true reports a server that cannot be started and goes on
+	// without it; otherwise such a server is an error.
+	Optional bool `toml:"optional"`
+	// Pos is where the table was defined, in the file that won.
+	Pos Pos `toml:"-"`
+}
+
+var (
+	mcpNamePattern   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,47}$`)
+	mcpPrefixPattern = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9_-]{0,47})?$`)
+	varPattern       = regexp.MustCompile(`\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+)
+
+// MCPServers returns the enabled [mcp.NAME] servers, sorted by name, each
+// checked and with ${VAR} replaced through lookup (os.LookupEnv, say). A
+// server that names no transport or two, a bad name or prefix, or a variable
+// that is not set is an error naming the file and line of its table; every
+// such problem is reported.
+func (c *Config) MCPServers(lookup func(string) (string, bool)) ([]MCPServer, error) {
+	if c == nil {
+		return nil, nil
+	}
+	var (
+		out  []MCPServer
+		errs []error
+	)
+	for _, name := range slices.Sorted(maps.Keys(c.MCP)) {
+		s := c.MCP[name]
+		if s == nil || (s.Enable != nil && !*s.Enable) {
+			continue
+		}
+		fail := func(format string, args ...any) {
+			errs = append(errs, &Error{Pos: s.Pos, Msg: fmt.Sprintf("[%s] ", keyString([]string{"mcp", name})) +
+				fmt.Sprintf(format, args...)})
+		}
+		r := *s
+		r.Name = name
+		switch {
+		case !mcpNamePattern.MatchString(name):
+			fail("invalid server name: it must be a letter, then up to 47 letters, digits, _ or -")
+		case len(s.Command) > 0 && s.URL != "":
+			fail("set command (a server over stdio) or url (over streamable HTTP), not both")
+		case len(s.Command) == 0 && s.URL == "":
+			fail("set command (a server over stdio) or url (a server over streamable HTTP)")
+		}
+		if s.Prefix != nil && !mcpPrefixPattern.MatchString(*s.Prefix) {
+			fail("invalid prefix %s: it must be empty, or a letter then letters, digits, _ or -", quote(*s.Prefix))
+		}
+		for _, p := range slices.Concat(s.Allow, s.Deny) {
+			if strings.Count(p, "[") != strings.Count(p, "]") {
+				fail("bad tool pattern %s", quote(p))
+			}
+		}
+		expand := func(key, v string) string {
+			return varPattern.ReplaceAllStringFunc(v, func(m string) string {
+				if m == "$$" {
+					return "$"
+				}
+				name := m[2 : len(m)-1]
+				val, ok := lookup(name)
+				if !ok {
+					fail("%s: ${%s} is not set in the environment", key, name)
+				}
+				return val
+			})
+		}
+		r.Command = make([]string, len(s.Command))
+		for i, a := range s.Command {
+			r.Command[i] = expand("command", a)
+		}
+		r.Env = expandMap("env", s.Env, expand)
+		r.Headers = expandMap("headers", s.Headers, expand)
+		r.Cwd = expand("cwd", s.Cwd)
+		r.URL = expand("url", s.URL)
+		out = append(out, r)
+	}
+	if err := joinSorted(errs); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func expandMap(key string, m map[string]string, expand func(key, v string) string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out[k] = expand(key+"."+k, m[k])
+	}
+	return out
+}

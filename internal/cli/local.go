@@ -1,0 +1,323 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/config"
+	"github.com/lathe-tools/lathe/runtime/process"
+	"github.com/lathe-tools/lathe/runtime/process/protocol"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// describeTimeout bounds asking one binary for its schema while loading.
+const describeTimeout = 30 * time.Second
+
+// loadLocal registers the local tools of cfg in e: each [tools.NAME] table
+// with a command, and every tool each [toolsets.NAME] binary describes, with
+// its [tools.NAME] table applied. It marks their names known for
+// cfg.Unused. Problems of the configuration, a binary that does not
+// describe itself among them, are config errors naming the file and line.
+func (g *globals) loadLocal(e *lathe.Engine, cfg *config.Config, ws string, known map[string]bool) error {
+	if cfg == nil || (len(cfg.Toolsets) == 0 && !slices.ContainsFunc(slices.Collect(maps.Values(cfg.Tools)), hasLocalKeys)) {
+		return nil
+	}
+	if err := cfg.CheckLocal(); err != nil {
+		return &configError{err}
+	}
+	l := &localLoader{cfg: cfg, ws: ws, cache: process.NewCache(process.DefaultCacheDir())}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
+		if t := cfg.Tools[name]; t.IsLocal() {
+			errs = append(errs, l.tool(name, t))
+		}
+	}
+	for _, s := range cfg.EnabledToolsets() {
+		errs = append(errs, l.toolset(s))
+	}
+	// Parameters, options and env mean nothing to a tool that is not local.
+	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
+		t := cfg.Tools[name]
+		if known[name] && !l.local[name] && hasLocalKeys(t) {
+			errs = append(errs, &config.Error{Pos: t.Pos, Msg: fmt.Sprintf(
+				"[tools.%s] parameters, options and env apply to local tools, and %s is a %s tool", name, name, l.sourceOf(e, name))})
+		}
+	}
+	if err := joinByPos(errs); err != nil {
+		closeAll(l.tools)
+		return &configError{err}
+	}
+	for _, t := range l.tools {
+		known[t.Definition.Name] = true
+		if !cfg.Apply(&t) {
+			t.Runtime.(tool.Closer).Close()
+			continue
+		}
+		if err := e.Register(t); err != nil {
+			closeAll(l.tools)
+			return &configError{&config.Error{Pos: l.pos[t.Definition.Name], Msg: strings.TrimPrefix(err.Error(), "lathe: ")}}
+		}
+	}
+	return nil
+}
+
+// joinByPos joins the errors in the order of their places in the files.
+func joinByPos(errs []error) error {
+	var flat []error
+	for _, err := range errs {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			flat = append(flat, j.Unwrap()...)
+		} else if err != nil {
+			flat = append(flat, err)
+		}
+	}
+	slices.SortStableFunc(flat, func(a, b error) int {
+		var ea, eb *config.Error
+		if !errors.As(a, &ea) || !errors.As(b, &eb) {
+			return 0
+		}
+		return cmp.Or(cmp.Compare(ea.Pos.File, eb.Pos.File), cmp.Compare(ea.Pos.Line, eb.Pos.Line))
+	})
+	return errors.Join(flat...)
+}
+
+func hasLocalKeys(t *config.Tool) bool {
+	return t != nil && (t.IsLocal() || t.Parameters != nil || t.Options != nil || t.Env != nil || t.Shell || t.Runtime != "")
+}
+
+func closeAll(tools []tool.Tool) {
+	for _, t := range tools {
+		if c, ok := t.Runtime.(tool.Closer); ok {
+			c.Close()
+		}
+	}
+}
+
+func (l *localLoader) sourceOf(e *lathe.Engine, name string) string {
+	if d, ok := e.Lookup(name); ok && d.Source != "" {
+		return d.Source
+	}
+	return "builtin"
+}
+
+// localLoader builds the local tools of one configuration.
+type localLoader struct {
+	cfg   *config.Config
+	ws    string
+	cache *process.Cache
+	tools []tool.Tool
+	local map[string]bool       // names of the tools built
+	pos   map[string]config.Pos // where each was configured
+}
+
+func (l *localLoader) add(t tool.Tool, pos config.Pos) error {
+	name := t.Definition.Name
+	if l.local[name] {
+		return &config.Error{Pos: pos, Msg: fmt.Sprintf("a local tool named %s is already defined at %s", name, l.pos[name])}
+	}
+	if l.local == nil {
+		l.local, l.pos = map[string]bool{}, map[string]config.Pos{}
+	}
+	l.local[name], l.pos[name] = true, pos
+	l.tools = append(l.tools, t)
+	return nil
+}
+
+// runtimeFor chooses the runtime of a local tool: the one configured, or
+// one inferred from the program's name, or process. A runtime that this
+// lathe does not have is an error, never a silent fallback.
+func runtimeFor(explicit string, argv []string) (string, error) {
+	rt := explicit
+	if rt == "" {
+		switch strings.ToLower(filepath.Ext(argv[0])) {
+		case ".wasm":
+			rt = "wasm"
+		case ".js", ".mjs", ".cjs", ".ts":
+			rt = "js"
+		default:
+			rt = process.RuntimeName
+		}
+	}
+	switch rt {
+	case process.RuntimeName:
+		return rt, nil
+	case "wasm", "js", "remote", "temporal":
+		how := ""
+		if explicit == "" {
+			how = " (inferred from the command " + argv[0] + ")"
+		}
+		return "", fmt.Errorf("runtime %q%s is not built into this lathe yet; "+
+			"run the tool as a process (runtime = \"process\", with a command that starts it)", rt, how)
+	}
+	return "", fmt.Errorf("unknown runtime %q: local tools run as \"process\"", rt)
+}
+
+// tool builds the tool of a [tools.NAME] table with a command.
+func (l *localLoader) tool(name string, t *config.Tool) error {
+	fail := func(format string, args ...any) error {
+		return &config.Error{Pos: t.Pos, Msg: fmt.Sprintf("[tools.%s] ", name) + fmt.Sprintf(format, args...)}
+	}
+	rtName, err := runtimeFor(t.Runtime, t.Command)
+	if err != nil {
+		return fail("%v", err)
+	}
+	cmd := process.Command{Argv: t.Command, Shell: t.Shell, Dir: l.ws, Env: t.Env}
+	names, err := cmd.Placeholders()
+	if err != nil {
+		return fail("command: %v", err)
+	}
+	def := tool.Definition{Name: name, Source: "local", Runtime: rtName}
+	opts := process.Options{Options: t.Options}
+	switch {
+	case t.Parameters != nil:
+		for _, n := range names {
+			if _, ok := t.Parameters[n]; !ok {
+				return fail("command: the placeholder {%s} names no parameter; declare [tools.%s.parameters.%s]", n, name, n)
+			}
+		}
+		def.InputSchema = config.ParamsSchema(t.Parameters)
+	case len(names) > 0 || t.Shell:
+		// The placeholders are the parameters: strings, all required.
+		params := map[string]*config.Param{}
+		yes := true
+		for _, n := range names {
+			params[n] = &config.Param{Type: "string", Required: &yes}
+		}
+		def.InputSchema = config.ParamsSchema(params)
+	default:
+		s, err := l.describeOne(name, t, cmd)
+		if err != nil {
+			return err
+		}
+		fill(&def, s)
+		opts.Tool = s.Name
+	}
+	rt, err := process.New(cmd, opts)
+	if err != nil {
+		return fail("%v", err)
+	}
+	return l.add(tool.Tool{Definition: def, Runtime: rt, Timeout: t.Timeout}, t.Pos)
+}
+
+// describeOne asks the command of [tools.NAME] for its schema and picks the
+// tool: the one named NAME, or the only one.
+func (l *localLoader) describeOne(name string, t *config.Tool, cmd process.Command) (protocol.ToolSchema, error) {
+	schemas, err := l.describe(cmd, t.Options, t.Timeout)
+	if err != nil {
+		return protocol.ToolSchema{}, &config.Error{Pos: t.Pos, Msg: fmt.Sprintf(
+			"[tools.%s] %s; declare the tool's parameters ([tools.%s.parameters.NAME] tables, or parameters = {} for none), or update the tool",
+			name, describeError(t.Command, err), name)}
+	}
+	for _, s := range schemas {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	if len(schemas) == 1 {
+		return schemas[0], nil
+	}
+	names := make([]string, len(schemas))
+	for i, s := range schemas {
+		names[i] = s.Name
+	}
+	return protocol.ToolSchema{}, &config.Error{Pos: t.Pos, Msg: fmt.Sprintf(
+		"[tools.%s] the command describes %d tools (%s), none named %s; register them all with a [toolsets.NAME] table",
+		name, len(schemas), strings.Join(names, ", "), name)}
+}
+
+func describeError(argv []string, err error) string {
+	prog := argv[0]
+	if errors.Is(err, process.ErrNoSchema) {
+		return fmt.Sprintf("%s does not describe itself: %v", prog, strings.TrimPrefix(err.Error(), process.ErrNoSchema.Error()+": "))
+	}
+	return fmt.Sprintf("cannot ask %s for its schema: %v", prog, err)
+}
+
+func (l *localLoader) describe(cmd process.Command, options map[string]any, timeout time.Duration) ([]protocol.ToolSchema, error) {
+	if timeout <= 0 || timeout > describeTimeout {
+		timeout = describeTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return l.cache.Describe(ctx, cmd, options)
+}
+
+// fill copies what a binary says of a tool into its definition.
+func fill(def *tool.Definition, s protocol.ToolSchema) {
+	def.Summary = s.Summary
+	def.Description = s.Description
+	def.InputSchema = s.Parameters
+	def.OutputSchema = s.OutputSchema
+	def.Annotations = s.Annotations
+}
+
+// toolset builds every tool a [toolsets.NAME] binary describes.
+func (l *localLoader) toolset(s *config.Toolset) error {
+	fail := func(format string, args ...any) error {
+		return &config.Error{Pos: s.Pos, Msg: fmt.Sprintf("[toolsets.%s] ", s.Name) + fmt.Sprintf(format, args...)}
+	}
+	rtName, err := runtimeFor(s.Runtime, s.Command)
+	if err != nil {
+		return fail("%v", err)
+	}
+	cmd := process.Command{Argv: s.Command, Dir: l.ws, Env: s.Env}
+	schemas, err := l.describe(cmd, s.Options, s.Timeout)
+	if err != nil {
+		return fail("%s; update it, or define its tools one by one with [tools.NAME] tables and their parameters",
+			describeError(s.Command, err))
+	}
+	var errs []error
+	for _, d := range schemas {
+		name := s.Prefix + d.Name
+		if !tool.ValidName(name) {
+			errs = append(errs, fail("the binary describes a tool %q, and %q is not a valid tool name", d.Name, name))
+			continue
+		}
+		def := tool.Definition{Name: name, Source: "local", Runtime: rtName}
+		fill(&def, d)
+		c := cmd
+		opts := process.Options{Tool: d.Name, Options: s.Options}
+		pos := s.Pos
+		if t := l.cfg.Tools[name]; t != nil {
+			if t.IsLocal() {
+				errs = append(errs, &config.Error{Pos: t.Pos, Msg: fmt.Sprintf(
+					"[tools.%s] defines a tool with a command, and [toolsets.%s] describes one of the same name", name, s.Name)})
+				continue
+			}
+			if def.InputSchema, err = config.Override(def.InputSchema, t.Parameters, name); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if t.Options != nil {
+				opts.Options = merged(s.Options, t.Options)
+			}
+			c.Env = append(slices.Clone(s.Env), t.Env...)
+			pos = t.Pos
+		}
+		rt, err := process.New(c, opts)
+		if err != nil {
+			errs = append(errs, fail("%v", err))
+			continue
+		}
+		errs = append(errs, l.add(tool.Tool{Definition: def, Runtime: rt, Timeout: s.Timeout}, pos))
+	}
+	return errors.Join(errs...)
+}
+
+// merged returns base with over laid on top, key by key.
+func merged(base, over map[string]any) map[string]any {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]any{}
+	}
+	maps.Copy(out, over)
+	return out
+}

@@ -1,0 +1,208 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The SDK decodes a tool's schemas into map[string]any and its annotations
+// into a struct, which loses key order, the exact form of numbers and any
+// field it does not model. lathe promises definitions as the server sent
+// them, so it watches the wire for the results of tools/list and keeps each
+// tool's schemas and annotations as raw bytes: on a stdio connection by
+// wrapping the connection, over HTTP by reading the response bodies of
+// tools/list requests as they pass.
+
+// rawTool is the part of a tool kept as sent.
+type rawTool struct {
+	Name         string          `json:"name"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema"`
+	Annotations  json.RawMessage `json:"annotations"`
+}
+
+// capture collects the raw tools of one session.
+type capture struct {
+	mu      sync.Mutex
+	pending map[any]bool // ids of tools/list requests awaiting their response
+	tools   map[string]*rawTool
+}
+
+func newCapture() *capture {
+	return &capture{pending: map[any]bool{}, tools: map[string]*rawTool{}}
+}
+
+const methodListTools = "tools/list"
+
+// sent notes an outgoing message.
+func (c *capture) sent(m jsonrpc.Message) {
+	if r, ok := m.(*jsonrpc.Request); ok && r.Method == methodListTools && r.ID.IsValid() {
+		c.mu.Lock()
+		c.pending[idKey(r.ID)] = true
+		c.mu.Unlock()
+	}
+}
+
+// received notes an incoming message.
+func (c *capture) received(m jsonrpc.Message) {
+	r, ok := m.(*jsonrpc.Response)
+	if !ok || !r.ID.IsValid() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := idKey(r.ID)
+	if !c.pending[k] {
+		return
+	}
+	delete(c.pending, k)
+	var res struct {
+		Tools []*rawTool `json:"tools"`
+	}
+	if r.Error != nil || json.Unmarshal(r.Result, &res) != nil {
+		return
+	}
+	for _, t := range res.Tools {
+		if t != nil {
+			c.tools[t.Name] = t
+		}
+	}
+}
+
+// tool returns the raw form of the named tool, or nil.
+func (c *capture) tool(name string) *rawTool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tools[name]
+}
+
+// idKey makes an id comparable across its encodings: a number read back
+// from JSON may not have the Go type it was sent with.
+func idKey(id jsonrpc.ID) any {
+	b, _ := json.Marshal(id.Raw())
+	return string(b)
+}
+
+// captureTransport wraps a stdio transport's connection.
+type captureTransport struct {
+	inner sdk.Transport
+	cap   *capture
+}
+
+func (t *captureTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &captureConn{Connection: c, cap: t.cap}, nil
+}
+
+type captureConn struct {
+	sdk.Connection
+	cap *capture
+}
+
+func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if err == nil {
+		c.cap.received(m)
+	}
+	return m, err
+}
+
+func (c *captureConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	c.cap.sent(m)
+	return c.Connection.Write(ctx, m)
+}
+
+// headerTransport adds the configured headers to every request to an HTTP
+// server, and reads the responses to tools/list for the capture.
+type headerTransport struct {
+	headers map[string]string
+	cap     *capture
+	base    http.RoundTripper
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	listing := false
+	if req.Method == http.MethodPost && req.GetBody != nil {
+		if body, err := req.GetBody(); err == nil {
+			b, _ := io.ReadAll(io.LimitReader(body, 1<<20))
+			body.Close()
+			if m, err := jsonrpc.DecodeMessage(b); err == nil {
+				t.cap.sent(m)
+				r, ok := m.(*jsonrpc.Request)
+				listing = ok && r.Method == methodListTools
+			}
+		}
+	}
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(req)
+	if err != nil || !listing || resp.Body == nil {
+		return resp, err
+	}
+	resp.Body = &sniffBody{ReadCloser: resp.Body, cap: t.cap,
+		stream: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
+	return resp, nil
+}
+
+// sniffBody passes a response body through and decodes the JSON-RPC
+// messages in it: the whole body for application/json, each data line for
+// an event stream.
+type sniffBody struct {
+	io.ReadCloser
+	cap    *capture
+	stream bool
+	buf    bytes.Buffer
+}
+
+const maxSniff = 16 << 20
+
+func (b *sniffBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.buf.Len()+n <= maxSniff {
+		b.buf.Write(p[:n])
+	}
+	if b.stream {
+		b.lines()
+	}
+	if err == io.EOF && !b.stream {
+		b.decode(b.buf.Bytes())
+	}
+	return n, err
+}
+
+// lines decodes the complete data lines buffered so far.
+func (b *sniffBody) lines() {
+	for {
+		i := bytes.IndexByte(b.buf.Bytes(), '\n')
+		if i < 0 {
+			return
+		}
+		line := b.buf.Next(i + 1)
+		if data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:")); ok {
+			b.decode(bytes.TrimSpace(data))
+		}
+	}
+}
+
+func (b *sniffBody) decode(data []byte) {
+	if m, err := jsonrpc.DecodeMessage(bytes.TrimSpace(data)); err == nil {
+		b.cap.received(m)
+	}
+}

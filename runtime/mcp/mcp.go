@@ -1,0 +1,397 @@
+// Package mcp runs the tools of upstream MCP servers as lathe tools.
+//
+// A [Pool] holds one session per configured server, started once and shared
+// by every call of the engine. [Open] starts the servers (a command over
+// stdio, or a streamable HTTP endpoint), lists their tools and registers
+// them, each named with its server's prefix ("fs__read_file"); their input
+// and output schemas are kept byte for byte as the server sent them.
+//
+//	pool, err := mcp.Open(ctx, engine, []mcp.Config{{Name: "fs", Command: []string{"mcp-fs", "/tmp"}}}, mcp.Options{})
+//
+// A call is a tools/call on the server's session: its content comes back as
+// lathe content, its progress notifications reach the call's
+// [tool.Hooks].Progress, and a server that asks for elicitation or sampling
+// is answered by the call's hooks. Cancelling a call's context sends
+// notifications/cancelled. A server that crashes fails its calls in flight at
+// once and is started again, with a growing back-off, by the next call. A
+// server that announces notifications/tools/list_changed has its tools
+// listed again and replaced in the engine.
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// RuntimeName is the name of this runtime in definitions and errors.
+const RuntimeName = "mcp"
+
+// Defaults for a [Config] that leaves a duration zero.
+const (
+	DefaultStartupTimeout = 30 * time.Second
+)
+
+// Config describes one upstream server. Exactly one of Command and URL is set.
+type Config struct {
+	// Name names the server; its tools' source is "mcp.NAME".
+	Name string
+	// Command is the argv of a server spoken to over stdio.
+	Command []string
+	// Env holds variables added to lathe's own environment for the command.
+	Env map[string]string
+	// Dir is the command's working directory; empty means lathe's.
+	Dir string
+	// URL is the endpoint of a server spoken to over streamable HTTP.
+	URL string
+	// Headers are sent with every HTTP request (Authorization, say).
+	Headers map[string]string
+	// Prefix is put before each tool's name; nil means Name + "__".
+	Prefix *string
+	// Allow, if not empty, keeps only the tools whose upstream name matches
+	// one of its patterns; Deny then drops those matching one of its. The
+	// patterns are those of path.Match: "read_*", "get-?um".
+	Allow, Deny []string
+	// Timeout bounds one call of the server's tools; zero means the engine's.
+	Timeout time.Duration
+	// StartupTimeout bounds starting the server, initializing the session
+	// and listing its tools; zero means [DefaultStartupTimeout].
+	StartupTimeout time.Duration
+	// Optional says that a server which cannot be started is reported and
+	// skipped rather than failing [Open].
+	Optional bool
+}
+
+func (c *Config) prefix() string {
+	if c.Prefix != nil {
+		return *c.Prefix
+	}
+	return c.Name + "__"
+}
+
+func (c *Config) startupTimeout() time.Duration {
+	if c.StartupTimeout > 0 {
+		return c.StartupTimeout
+	}
+	return DefaultStartupTimeout
+}
+
+// allowed reports whether the upstream tool name passes Allow and Deny.
+func (c *Config) allowed(name string) bool {
+	match := func(pats []string) bool {
+		for _, p := range pats {
+			if ok, _ := path.Match(p, name); ok {
+				return true
+			}
+		}
+		return false
+	}
+	if len(c.Allow) > 0 && !match(c.Allow) {
+		return false
+	}
+	return !match(c.Deny)
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Name == "":
+		return errors.New("a server needs a name")
+	case len(c.Command) > 0 && c.URL != "":
+		return errors.New("set command or url, not both")
+	case len(c.Command) == 0 && c.URL == "":
+		return errors.New("set command (a server over stdio) or url (a server over streamable HTTP)")
+	}
+	for _, p := range slices.Concat(c.Allow, c.Deny) {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("bad tool pattern %q: %v", p, err)
+		}
+	}
+	return nil
+}
+
+// ErrCollision is in the chain of the error [Open] returns when a tool's
+// name is taken: a problem of configuration, solved with a prefix or a
+// deny pattern.
+var ErrCollision = errors.New("tool name collision")
+
+// Registry is what a pool needs of an engine; *lathe.Engine is one.
+type Registry interface {
+	Lookup(name string) (tool.Definition, bool)
+	Replace(remove []string, add ...tool.Tool) error
+}
+
+// Options configure a [Pool]. The zero value is ready to use.
+type Options struct {
+	// Logger receives the servers' log messages that no call claims, and
+	// reports of refreshes and restarts. Nil discards them.
+	Logger *slog.Logger
+	// Hooks answer what a server asks when the call that caused it carries
+	// no hooks of its own (see [tool.Hooks]): the CLI sets an elicitor that
+	// asks on the terminal.
+	Hooks tool.Hooks
+	// Adjust is applied to each tool before it is registered, first at Open
+	// and again whenever a server's tools change; returning false leaves the
+	// tool out. The CLI applies the [tools.NAME] tables of the config here.
+	Adjust func(*tool.Tool) bool
+	// OnChange is called after a server's tools were replaced in the
+	// registry, after Open: the MCP server face sends tools/list_changed.
+	OnChange func()
+	// Stderr receives the standard error of servers run as commands; nil
+	// keeps only its last lines, for error messages.
+	Stderr io.Writer
+	// Warn receives the failure of an optional server, which is skipped;
+	// nil logs it.
+	Warn func(error)
+	// OnClose is called once, when the pool has closed.
+	OnClose func()
+}
+
+// Pool holds the sessions of upstream servers and runs the calls of their
+// tools. It is the [tool.Runtime] of every tool it registers; closing it (the
+// engine does, through [tool.Closer]) ends every session and stops every
+// server process.
+type Pool struct {
+	reg     Registry
+	opts    Options
+	servers []*server
+
+	mu     sync.RWMutex
+	routes map[string]route // lathe tool name → where it goes
+	closed bool
+}
+
+type route struct {
+	srv      *server
+	upstream string // the tool's name on its server
+}
+
+var (
+	_ tool.Runtime     = (*Pool)(nil)
+	_ tool.Closer      = (*Pool)(nil)
+	_ tool.Cooperative = (*Pool)(nil)
+)
+
+// Cooperative reports true: a call returns as soon as its context ends (the
+// SDK sends notifications/cancelled and stops waiting), so the engine may
+// run it on the caller's goroutine.
+func (p *Pool) Cooperative() bool { return true }
+
+// Open starts the configured servers, concurrently, and registers their
+// tools in reg, server by server in the order of cfgs. A required server
+// that cannot be started, or a tool name that collides with one already
+// registered, fails Open, which then stops everything it started; an
+// optional server that cannot be started is passed to [Options.Warn] and
+// skipped. With no error the caller owns the pool, and closes it (or the
+// engine, which closes it once a tool of it is registered).
+func Open(ctx context.Context, reg Registry, cfgs []Config, opts Options) (*Pool, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Pool{reg: reg, opts: opts, routes: map[string]route{}}
+	seen := map[string]bool{}
+	for i := range cfgs {
+		c := cfgs[i]
+		if err := c.validate(); err != nil {
+			return nil, fmt.Errorf("mcp server %s: %w", c.Name, err)
+		}
+		if seen[c.Name] {
+			return nil, fmt.Errorf("mcp server %s: configured twice", c.Name)
+		}
+		seen[c.Name] = true
+		p.servers = append(p.servers, newServer(p, c))
+	}
+
+	errs := make([]error, len(p.servers))
+	var wg sync.WaitGroup
+	for i, s := range p.servers {
+		wg.Go(func() { _, errs[i] = s.session(ctx) })
+	}
+	wg.Wait()
+
+	var failed []error
+	for i, s := range p.servers {
+		if errs[i] == nil {
+			continue
+		}
+		err := fmt.Errorf("mcp server %s: %w", s.cfg.Name, errs[i])
+		if !s.cfg.Optional {
+			failed = append(failed, err)
+			continue
+		}
+		if opts.Warn != nil {
+			opts.Warn(fmt.Errorf("%w (optional, skipped)", err))
+		} else {
+			opts.Logger.Warn("optional MCP server skipped", "server", s.cfg.Name, "error", errs[i])
+		}
+		s.close()
+	}
+	if len(failed) > 0 {
+		p.Close()
+		return nil, errors.Join(failed...)
+	}
+	for i, s := range p.servers {
+		if errs[i] != nil {
+			continue
+		}
+		if err := p.install(s, s.currentTools(), true); err != nil {
+			p.uninstall()
+			p.Close()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// install replaces the tools of s in the registry with tools. At load time
+// (strict) a name taken by another source is an error; later, when a server
+// changes its tools, such a tool is left out with a warning, since there is
+// no load left to fail.
+func (p *Pool) install(s *server, tools []upTool, strict bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("mcp: the pool is closed")
+	}
+	var old []string
+	for name, r := range p.routes {
+		if r.srv == s {
+			old = append(old, name)
+		}
+	}
+	keep := make([]tool.Tool, 0, len(tools))
+	next := map[string]route{}
+	for _, ut := range tools {
+		t, upstream := ut.tool, ut.upstream
+		t.Definition.Name = s.cfg.prefix() + t.Definition.Name
+		if p.opts.Adjust != nil && !p.opts.Adjust(&t) {
+			continue
+		}
+		name := t.Definition.Name
+		var clash string
+		if r, mine := p.routes[name]; !mine || r.srv != s {
+			if prev, taken := p.reg.Lookup(name); taken {
+				clash = "the tool of that name from " + sourceName(prev.Source)
+			}
+		}
+		if dup, ok := next[name]; ok {
+			clash = fmt.Sprintf("upstream tool %q of the same server", dup.upstream)
+		}
+		if clash != "" {
+			err := fmt.Errorf("mcp server %s: tool %q (upstream %q) collides with %s; give the server another prefix, or deny the tool (%w)",
+				s.cfg.Name, name, upstream, clash, ErrCollision)
+			if strict {
+				return err
+			}
+			p.opts.Logger.Warn("tool left out", "error", err)
+			continue
+		}
+		next[name] = route{srv: s, upstream: upstream}
+		keep = append(keep, t)
+	}
+	if err := p.reg.Replace(old, keep...); err != nil {
+		return fmt.Errorf("mcp server %s: %w", s.cfg.Name, err)
+	}
+	for _, n := range old {
+		delete(p.routes, n)
+	}
+	maps.Copy(p.routes, next)
+	return nil
+}
+
+func sourceName(src string) string {
+	if src == "" {
+		return "an unnamed source"
+	}
+	return src
+}
+
+// uninstall removes every tool of the pool from the registry.
+func (p *Pool) uninstall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	names := slices.Collect(maps.Keys(p.routes))
+	if err := p.reg.Replace(names); err != nil {
+		p.opts.Logger.Warn("removing tools failed", "error", err)
+	}
+	clear(p.routes)
+}
+
+// refreshed is called by a server whose tools changed after Open.
+func (p *Pool) refreshed(s *server, tools []upTool) {
+	if err := p.install(s, tools, false); err != nil {
+		p.opts.Logger.Warn("refreshing tools failed", "server", s.cfg.Name, "error", err)
+		return
+	}
+	p.opts.Logger.Info("tools refreshed", "server", s.cfg.Name, "tools", len(tools))
+	if p.opts.OnChange != nil {
+		p.opts.OnChange()
+	}
+}
+
+// Names returns the names under which the pool's tools are registered
+// (or would be, for those that Adjust left out), sorted.
+func (p *Pool) Names() []string {
+	var names []string
+	for _, s := range p.servers {
+		for _, t := range s.currentTools() {
+			names = append(names, s.cfg.prefix()+t.tool.Definition.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Execute runs a call on the server that owns the tool.
+func (p *Pool) Execute(ctx context.Context, def *tool.Definition, call *tool.Call) (*tool.Outcome, error) {
+	p.mu.RLock()
+	r, ok := p.routes[def.Name]
+	p.mu.RUnlock()
+	if !ok {
+		return nil, &tool.Error{Kind: tool.KindUnknownTool, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
+			Message: "the MCP server no longer offers this tool"}
+	}
+	return r.srv.call(ctx, def, r.upstream, call)
+}
+
+// Close ends every session and stops every server process. It is safe to
+// call more than once.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range p.servers {
+		wg.Go(s.close)
+	}
+	wg.Wait()
+	if p.opts.OnClose != nil {
+		p.opts.OnClose()
+	}
+	return nil
+}
+
+// summaryOf is the first line of a description, cut to a length a list
+// shows well.
+func summaryOf(desc string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(desc), "\n")
+	line = strings.TrimSpace(line)
+	const limit = 160
+	if r := []rune(line); len(r) > limit {
+		line = string(r[:limit-1]) + "…"
+	}
+	return line
+}

@@ -1,0 +1,686 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lathe-tools/lathe/internal/mcpconv"
+	"github.com/lathe-tools/lathe/schema"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// Back-off between restarts of a server that keeps failing: the first
+// restart after a crash is immediate, so that one crash costs one call; each
+// failure after that doubles the wait, up to maxBackoff.
+const (
+	firstBackoff = 250 * time.Millisecond
+	maxBackoff   = 30 * time.Second
+	// terminateGrace is how long a stdio server has to exit after its input
+	// is closed before it is sent SIGTERM (and, as long again later, SIGKILL).
+	terminateGrace = time.Second
+)
+
+// upTool is a tool as one server offers it.
+type upTool struct {
+	upstream string    // its name on the server
+	tool     tool.Tool // Definition.Name is the upstream name made valid, without the prefix
+}
+
+// server is one upstream server and its current session.
+type server struct {
+	pool   *Pool
+	cfg    Config
+	client *sdk.Client
+	stderr *tail
+	ctx    context.Context // ends when the server is closed
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // background work: session watchers, refreshes
+
+	mu         sync.Mutex
+	sess       *session
+	connecting chan struct{} // closed when the connection attempt under way ends
+	connErr    error         // how the last attempt failed
+	failures   int           // consecutive failures: attempts that failed, sessions that died
+	lastFail   time.Time
+	started    bool // a session was established once
+	closed     bool
+	tools      []upTool
+	inflight   map[uint64]*inflight
+	nextID     uint64
+	refreshing bool
+	again      bool
+}
+
+// session is one connection to the server: a process or an HTTP session.
+type session struct {
+	cs    *sdk.ClientSession
+	cap   *capture
+	cmd   *exec.Cmd // nil over HTTP
+	done  chan struct{}
+	close sync.Once
+}
+
+// inflight is a call under way, found by the handlers of requests and
+// notifications the server sends while it runs.
+type inflight struct {
+	ctx   context.Context
+	hooks tool.Hooks
+}
+
+func newServer(p *Pool, cfg Config) *server {
+	s := &server{pool: p, cfg: cfg, stderr: &tail{w: p.opts.Stderr}, inflight: map[uint64]*inflight{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.client = sdk.NewClient(&sdk.Implementation{Name: "lathe", Version: "1"}, &sdk.ClientOptions{
+		// lathe offers no roots: a server such as the filesystem one would
+		// otherwise replace the directories it was given with none.
+		Capabilities:                &sdk.ClientCapabilities{},
+		ToolListChangedHandler:      func(context.Context, *sdk.ToolListChangedRequest) { s.toolsChanged() },
+		ProgressNotificationHandler: s.progress,
+		LoggingMessageHandler:       s.log,
+		ElicitationHandler:          s.elicit,
+		CreateMessageHandler:        s.sample,
+	})
+	return s
+}
+
+// session returns the live session, starting the server if there is none.
+// Concurrent callers share one attempt; a caller whose context ends stops
+// waiting, but the attempt goes on for the others.
+func (s *server) session(ctx context.Context) (*session, error) {
+	for {
+		s.mu.Lock()
+		switch {
+		case s.closed:
+			s.mu.Unlock()
+			return nil, errors.New("the MCP server is closed")
+		case s.sess != nil:
+			sess := s.sess
+			s.mu.Unlock()
+			return sess, nil
+		case s.connecting == nil:
+			s.connecting = make(chan struct{})
+			wait := s.backoffLocked()
+			s.wg.Add(1)
+			go s.connect(wait, s.connecting)
+		}
+		ch := s.connecting
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		s.mu.Lock()
+		sess, err := s.sess, s.connErr
+		s.mu.Unlock()
+		if sess != nil {
+			return sess, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// backoffLocked says how long to wait before the next attempt.
+func (s *server) backoffLocked() time.Duration {
+	if s.failures <= 1 {
+		return 0
+	}
+	d := firstBackoff << (s.failures - 2)
+	if d > maxBackoff || d <= 0 {
+		d = maxBackoff
+	}
+	return max(0, d-time.Since(s.lastFail))
+}
+
+// connect makes one attempt to start a session, after waiting wait.
+func (s *server) connect(wait time.Duration, done chan struct{}) {
+	defer s.wg.Done()
+	var (
+		sess  *session
+		tools []upTool
+		err   error
+	)
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-s.ctx.Done():
+			t.Stop()
+		}
+	}
+	if s.ctx.Err() != nil {
+		err = errors.New("the MCP server is closed")
+	} else {
+		sess, tools, err = s.start()
+	}
+
+	s.mu.Lock()
+	s.connecting = nil
+	s.connErr = err
+	refresh := false
+	switch {
+	case err != nil:
+		s.failures++
+		s.lastFail = time.Now()
+	case s.closed:
+		s.mu.Unlock()
+		sess.shut()
+		close(done)
+		return
+	default:
+		s.sess = sess
+		refresh = s.started && !sameTools(s.tools, tools)
+		s.started = true
+		s.tools = tools
+		s.wg.Add(1)
+		go s.watch(sess)
+	}
+	s.mu.Unlock()
+	close(done)
+	if refresh {
+		s.pool.refreshed(s, tools)
+	}
+}
+
+// start starts the server, initializes a session and lists the tools,
+// within the startup timeout.
+func (s *server) start() (*session, []upTool, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.startupTimeout())
+	defer cancel()
+	sess := &session{cap: newCapture(), done: make(chan struct{})}
+	var t sdk.Transport
+	if len(s.cfg.Command) > 0 {
+		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
+		cmd.Dir = s.cfg.Dir
+		cmd.Stderr = s.stderr
+		if len(s.cfg.Env) > 0 {
+			cmd.Env = os.Environ()
+			for k, v := range s.cfg.Env {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+		}
+		setProcessGroup(cmd)
+		sess.cmd = cmd
+		t = &captureTransport{inner: &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, cap: sess.cap}
+	} else {
+		t = &sdk.StreamableClientTransport{
+			Endpoint:   s.cfg.URL,
+			HTTPClient: &http.Client{Transport: &headerTransport{headers: s.cfg.Headers, cap: sess.cap}},
+			MaxRetries: 2,
+		}
+	}
+	cs, err := s.client.Connect(ctx, t, nil)
+	if err != nil {
+		sess.shut()
+		return nil, nil, s.startError("starting", ctx, err)
+	}
+	sess.cs = cs
+	tools, err := s.list(ctx, sess)
+	if err != nil {
+		sess.shut()
+		return nil, nil, s.startError("listing tools", ctx, err)
+	}
+	return sess, tools, nil
+}
+
+// startError explains a failed start, with the end of the server's stderr.
+func (s *server) startError(what string, ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%s took longer than the startup timeout of %s", what, s.cfg.startupTimeout())
+	} else {
+		err = fmt.Errorf("%s: %w", what, err)
+	}
+	if t := s.stderr.String(); t != "" {
+		err = fmt.Errorf("%w; its stderr ends:\n%s", err, t)
+	}
+	return err
+}
+
+// watch waits for the session to end and forgets it, so that the next call
+// starts the server again. Calls in flight fail as the connection closes.
+func (s *server) watch(sess *session) {
+	defer s.wg.Done()
+	sess.cs.Wait()
+	s.mu.Lock()
+	crashed := s.sess == sess && !s.closed
+	if s.sess == sess {
+		s.sess = nil
+	}
+	if crashed {
+		s.failures++
+		s.lastFail = time.Now()
+	}
+	s.mu.Unlock()
+	if crashed {
+		s.pool.opts.Logger.Warn("MCP server connection ended; it starts again on the next call", "server", s.cfg.Name)
+	}
+	sess.shut()
+	close(sess.done)
+}
+
+// drop forgets a session that failed a call, so that the next call starts
+// a new one.
+func (s *server) drop(sess *session) {
+	s.mu.Lock()
+	if s.sess == sess {
+		s.sess = nil
+		s.failures++
+		s.lastFail = time.Now()
+	}
+	s.mu.Unlock()
+	sess.shut()
+}
+
+// shut closes the session and stops what is left of its process.
+func (sess *session) shut() {
+	sess.close.Do(func() {
+		if sess.cs != nil {
+			sess.cs.Close()
+		}
+		if sess.cmd != nil {
+			killGroup(sess.cmd)
+		}
+	})
+}
+
+func (s *server) close() {
+	s.mu.Lock()
+	s.closed = true
+	sess := s.sess
+	s.sess = nil
+	s.mu.Unlock()
+	s.cancel()
+	if sess != nil {
+		sess.shut()
+	}
+	s.wg.Wait()
+}
+
+func (s *server) currentTools() []upTool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools
+}
+
+// list lists the server's tools and converts those that Allow and Deny let
+// through. A tool whose name cannot be made valid, or whose schema lathe
+// cannot compile, is left out with a warning rather than failing the load.
+func (s *server) list(ctx context.Context, sess *session) ([]upTool, error) {
+	var tools []upTool
+	for t, err := range sess.cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		if !s.cfg.allowed(t.Name) {
+			continue
+		}
+		ut, err := s.convert(t, sess.cap.tool(t.Name))
+		if err != nil {
+			s.pool.opts.Logger.Warn("MCP tool left out", "server", s.cfg.Name, "tool", t.Name, "error", err)
+			continue
+		}
+		tools = append(tools, ut)
+	}
+	slices.SortFunc(tools, func(a, b upTool) int { return strings.Compare(a.upstream, b.upstream) })
+	return tools, nil
+}
+
+// convert makes a lathe tool of an MCP tool. The schemas are the bytes the
+// server sent, where they were seen on the wire, so that nothing the SDK
+// does not model is lost.
+func (s *server) convert(t *sdk.Tool, raw *rawTool) (upTool, error) {
+	name := validName(t.Name)
+	if !tool.ValidName(s.cfg.prefix() + name) {
+		return upTool{}, fmt.Errorf("%q cannot be made a valid tool name (%s)", s.cfg.prefix()+name, tool.NamePattern)
+	}
+	def := tool.Definition{
+		Name:        name,
+		Summary:     summaryOf(t.Description),
+		Description: t.Description,
+		Annotations: mcpconv.Annotations(t),
+		Source:      "mcp." + s.cfg.Name,
+		Runtime:     RuntimeName,
+	}
+	var err error
+	if raw != nil && len(raw.InputSchema) > 0 {
+		def.InputSchema = raw.InputSchema
+		def.OutputSchema = raw.OutputSchema
+	} else {
+		if def.InputSchema, err = marshalSchema(t.InputSchema); err != nil {
+			return upTool{}, err
+		}
+		if def.OutputSchema, err = marshalSchema(t.OutputSchema); err != nil {
+			return upTool{}, err
+		}
+	}
+	if raw != nil && len(raw.Annotations) > 0 {
+		// The annotations as sent, read with lathe's own field names, which
+		// are MCP's.
+		var a tool.Annotations
+		if json.Unmarshal(raw.Annotations, &a) == nil {
+			if a.Title == "" {
+				a.Title = t.Title
+			}
+			def.Annotations = a
+		}
+	}
+	if _, err := schema.Compile(def.InputSchema); err != nil {
+		return upTool{}, fmt.Errorf("input schema: %w", err)
+	}
+	if len(def.OutputSchema) > 0 {
+		if _, err := schema.Compile(def.OutputSchema); err != nil {
+			return upTool{}, fmt.Errorf("output schema: %w", err)
+		}
+	}
+	return upTool{upstream: t.Name, tool: tool.Tool{Definition: def, Runtime: s.pool, Timeout: s.cfg.Timeout}}, nil
+}
+
+func marshalSchema(v any) (json.RawMessage, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	return b, nil
+}
+
+// validName replaces the characters a lathe tool name may not hold (MCP
+// allows dots and slashes) with underscores.
+func validName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+func sameTools(a, b []upTool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		ja, _ := json.Marshal(a[i].tool.Definition)
+		jb, _ := json.Marshal(b[i].tool.Definition)
+		if a[i].upstream != b[i].upstream || !bytes.Equal(ja, jb) {
+			return false
+		}
+	}
+	return true
+}
+
+// toolsChanged lists the tools again after notifications/tools/list_changed.
+// Notifications that arrive during a refresh cause one more refresh after
+// it, not one each.
+func (s *server) toolsChanged() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if s.refreshing {
+		s.again = true
+		return
+	}
+	s.refreshing = true
+	s.wg.Add(1)
+	go s.refresh()
+}
+
+func (s *server) refresh() {
+	defer s.wg.Done()
+	for {
+		s.mu.Lock()
+		sess := s.sess
+		s.mu.Unlock()
+		if sess != nil {
+			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.startupTimeout())
+			tools, err := s.list(ctx, sess)
+			cancel()
+			if err != nil {
+				s.pool.opts.Logger.Warn("listing tools after list_changed failed", "server", s.cfg.Name, "error", err)
+			} else {
+				s.mu.Lock()
+				changed := !sameTools(s.tools, tools)
+				s.tools = tools
+				s.mu.Unlock()
+				if changed {
+					s.pool.refreshed(s, tools)
+				}
+			}
+		}
+		s.mu.Lock()
+		if !s.again || s.closed {
+			s.refreshing, s.again = false, false
+			s.mu.Unlock()
+			return
+		}
+		s.again = false
+		s.mu.Unlock()
+	}
+}
+
+// call runs one tools/call.
+func (s *server) call(ctx context.Context, def *tool.Definition, upstream string, c *tool.Call) (*tool.Outcome, error) {
+	sess, err := s.session(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
+			Message: "cannot start MCP server " + s.cfg.Name, Err: err}
+	}
+	hooks := tool.HooksFrom(ctx)
+	id := s.track(ctx, hooks)
+	defer s.untrack(id)
+
+	args := json.RawMessage(c.Arguments)
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	params := &sdk.CallToolParams{Name: upstream, Arguments: args}
+	if hooks.Progress != nil || s.pool.opts.Hooks.Progress != nil {
+		params.SetProgressToken(progressToken(id))
+	}
+	res, err := sess.cs.CallTool(ctx, params)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) {
+			// The server answered, with an error: the session is sound.
+			kind := tool.KindToolError
+			if werr.Code == jsonrpc.CodeInvalidParams {
+				kind = tool.KindInvalidArguments
+			}
+			return nil, &tool.Error{Kind: kind, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
+				Message: "MCP server " + s.cfg.Name + " refused the call: " + werr.Message}
+		}
+		s.drop(sess)
+		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
+			Message: "MCP server " + s.cfg.Name + " failed during the call", Err: err}
+	}
+	s.healthy()
+	r, err := mcpconv.Result(res)
+	if err != nil {
+		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
+			Message: "cannot read the MCP server's result", Err: err}
+	}
+	return &tool.Outcome{Result: r}, nil
+}
+
+// healthy notes a call that succeeded: the server's failures are behind it.
+func (s *server) healthy() {
+	s.mu.Lock()
+	s.failures = 0
+	s.mu.Unlock()
+}
+
+func progressToken(id uint64) string { return "lathe-" + strconv.FormatUint(id, 10) }
+
+func (s *server) track(ctx context.Context, h tool.Hooks) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	s.inflight[s.nextID] = &inflight{ctx: ctx, hooks: h}
+	return s.nextID
+}
+
+func (s *server) untrack(id uint64) {
+	s.mu.Lock()
+	delete(s.inflight, id)
+	s.mu.Unlock()
+}
+
+// claimant finds whom a request or notification from the server is for.
+// MCP (before 2026-07-28) does not say which call caused a server's
+// elicitation, sampling or log message, so it goes to the hooks of the
+// context it came with (the SDK's multi-round-trip path keeps the call's
+// context), else to the most recent call in flight that has the hook, else
+// to the pool's own hooks.
+func (s *server) claimant(ctx context.Context, has func(tool.Hooks) bool) (context.Context, tool.Hooks, func(), bool) {
+	if h := tool.HooksFrom(ctx); has(h) {
+		return ctx, h, func() {}, true
+	}
+	s.mu.Lock()
+	var best uint64
+	for id, f := range s.inflight {
+		if id > best && has(f.hooks) {
+			best = id
+		}
+	}
+	f := s.inflight[best]
+	s.mu.Unlock()
+	if f != nil {
+		// Answer within the call's life and the request's, whichever ends first.
+		merged, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(f.ctx, cancel)
+		return merged, f.hooks, func() { stop(); cancel() }, true
+	}
+	if h := s.pool.opts.Hooks; has(h) {
+		return ctx, h, func() {}, true
+	}
+	return ctx, tool.Hooks{}, func() {}, false
+}
+
+func (s *server) progress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+	p := req.Params
+	tok, ok := p.ProgressToken.(string)
+	if !ok || !strings.HasPrefix(tok, "lathe-") {
+		return
+	}
+	id, err := strconv.ParseUint(strings.TrimPrefix(tok, "lathe-"), 10, 64)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	f := s.inflight[id]
+	s.mu.Unlock()
+	h := s.pool.opts.Hooks
+	if f != nil && f.hooks.Progress != nil {
+		h = f.hooks
+	}
+	if h.Progress != nil {
+		h.Progress(tool.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+	}
+}
+
+func (s *server) log(ctx context.Context, req *sdk.LoggingMessageRequest) {
+	p := req.Params
+	data, err := json.Marshal(p.Data)
+	if err != nil {
+		return
+	}
+	msg := tool.LogMessage{Level: string(p.Level), Logger: p.Logger, Data: data}
+	if _, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Log != nil }); ok {
+		release()
+		h.Log(msg)
+		return
+	}
+	s.pool.opts.Logger.Debug("MCP server log", "server", s.cfg.Name, "level", msg.Level, "logger", msg.Logger,
+		"data", string(msg.Data))
+}
+
+func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	ctx, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Elicit != nil })
+	defer release()
+	if !ok {
+		return nil, errors.New("lathe cannot ask anyone: the caller offers no way to answer an elicitation")
+	}
+	r, err := mcpconv.Elicit(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	res, err := h.Elicit(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return &sdk.ElicitResult{Action: res.Action, Content: res.Content}, nil
+}
+
+func (s *server) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+	ctx, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Sample != nil })
+	defer release()
+	if !ok {
+		return nil, errors.New("lathe cannot sample: the caller offers no model")
+	}
+	r, err := mcpconv.Sampling(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	res, err := h.Sample(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return mcpconv.SDKSamplingResult(res), nil
+}
+
+// tail keeps the last lines a server wrote to stderr, for error messages,
+// and passes everything on to w if it is set.
+type tail struct {
+	w   io.Writer
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailBytes = 2048
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailBytes {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-tailBytes:]...)
+	}
+	t.mu.Unlock()
+	if t.w != nil {
+		t.w.Write(p)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
+}

@@ -1,0 +1,24 @@
+//go:build !unix
+
+package process
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+type spawnSpec struct {
+	path   string
+	argv   []string
+	dir    string
+	env    []string
+	stdin  []byte
+	maxOut int
+	grace  time.Duration
+}
+
+// spawn is not implemented: process groups and signals are Unix's.
+func spawn(ctx context.Context, s spawnSpec) (*result, error) {
+	return &result{}, errors.New("the process runtime needs a Unix system")
+}

@@ -1,0 +1,111 @@
+//go:build unix
+
+package process
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+type spawnSpec struct {
+	path   string
+	argv   []string
+	dir    string
+	env    []string
+	stdin  []byte // nil: the null device
+	maxOut int
+	grace  time.Duration
+}
+
+// spawn runs one process in a new process group and waits until the group
+// is gone. When ctx ends, the group gets SIGTERM and, grace later, the main
+// process SIGKILL; when the main process has exited, for whatever reason,
+// the rest of its group gets SIGKILL. The result is never nil.
+func spawn(ctx context.Context, s spawnSpec) (*result, error) {
+	res := &result{}
+	cmd := exec.CommandContext(ctx, s.path)
+	cmd.Args = s.argv
+	cmd.Dir = s.dir
+	cmd.Env = s.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = s.grace
+	if s.stdin != nil {
+		cmd.Stdin = bytes.NewReader(s.stdin)
+	}
+	out := &cappedBuffer{max: s.maxOut, cmd: cmd}
+	errTail := &tailBuffer{max: stderrTail}
+	cmd.Stdout = out
+	cmd.Stderr = errTail
+	if err := cmd.Start(); err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, err
+	}
+	pid := cmd.Process.Pid
+	// Where the system lets us wait for the main process without reaping it,
+	// the group is swept while its id cannot yet be reused; elsewhere, just
+	// after.
+	swept := awaitExit(pid)
+	if swept {
+		signalGroup(pid, syscall.SIGKILL)
+	}
+	werr := cmd.Wait()
+	if !swept {
+		signalGroup(pid, syscall.SIGKILL)
+	}
+	res.stdout = out.buf
+	res.overflow = out.over
+	res.stderr = errTail.bytes()
+	res.state = cmd.ProcessState
+	var ee *exec.ExitError
+	switch {
+	case res.state != nil:
+		// The process ran; its exit status, a cancellation or a pipe closed
+		// after WaitDelay all say no more than the state does.
+		return res, nil
+	case errors.As(werr, &ee):
+		return res, nil
+	}
+	return res, werr
+}
+
+// signalGroup sends sig to the process group pgid; a group that is already
+// gone is not an error.
+func signalGroup(pgid int, sig syscall.Signal) error {
+	err := syscall.Kill(-pgid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+// cappedBuffer keeps what a process writes up to max bytes. Past max it
+// kills the process group and discards the rest, so that a runaway tool
+// neither fills memory nor blocks on a full pipe.
+type cappedBuffer struct {
+	buf  []byte
+	max  int
+	over bool
+	cmd  *exec.Cmd // started before the first Write
+}
+
+func (w *cappedBuffer) Write(p []byte) (int, error) {
+	if w.over {
+		return len(p), nil
+	}
+	if len(w.buf)+len(p) > w.max {
+		w.over = true
+		w.buf = nil
+		signalGroup(w.cmd.Process.Pid, syscall.SIGKILL)
+		return len(p), nil
+	}
+	w.buf = append(w.buf, p...)
+	return len(p), nil
+}

@@ -1,0 +1,441 @@
+// Package server exposes an engine's registry as an MCP server: every tool
+// — builtin, local, or from an upstream MCP server — with its annotations,
+// output schema and structured results, over stdio or streamable HTTP.
+//
+//	srv := server.New(engine, server.Options{Name: "lathe"})
+//	err := srv.ServeStdio(ctx, os.Stdin, os.Stdout)
+//
+// A call runs through the engine's pipeline like any other. While it runs,
+// its progress reaches the client as notifications/progress (when the client
+// sent a progress token), log messages of upstream servers as
+// notifications/message, and an upstream server's elicitation or sampling
+// request goes to the client that made the call. A tool that asks a
+// question is answered through elicitation, when the client offers it.
+// Cancelling a call (notifications/cancelled) cancels the engine's call and
+// so the upstream one.
+//
+// [Server.Sync] brings the served tools in line with the engine after its
+// registry changed; the SDK then sends notifications/tools/list_changed.
+package server
+
+import (
+	"cmp"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/internal/mcpconv"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// ProtocolVersions are the MCP versions the server speaks. Versions from
+// 2026-07-28 on replace requests from server to client with multi-round-trip
+// results, which would need a suspended upstream call to be resumed across
+// requests; until lathe does that, it speaks the versions in which it can
+// forward an upstream server's elicitation and sampling as they come. A
+// client that asks for a newer version is answered with 2025-11-25.
+var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// Options configure a [Server]. The zero value is ready to use.
+type Options struct {
+	// Name and Version are what the server calls itself; "lathe" and "dev"
+	// by default.
+	Name, Version string
+	// Instructions are sent to clients when they connect.
+	Instructions string
+	// Logger receives the SDK's and the server's own logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server serves an engine's tools over MCP.
+type Server struct {
+	e    *lathe.Engine
+	opts Options
+	mcp  *sdk.Server
+	ids  atomic.Uint64
+
+	mu       sync.Mutex
+	served   map[string]string // tool name → the definition served, as JSON
+	sessions map[*sdk.ServerSession]bool
+	wg       sync.WaitGroup
+}
+
+// New returns a server of e's tools.
+func New(e *lathe.Engine, opts Options) *Server {
+	if opts.Name == "" {
+		opts.Name = "lathe"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{e: e, opts: opts, served: map[string]string{}, sessions: map[*sdk.ServerSession]bool{}}
+	s.mcp = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
+		Instructions: opts.Instructions,
+		Logger:       opts.Logger,
+		Capabilities: &sdk.ServerCapabilities{
+			Tools:   &sdk.ToolCapabilities{ListChanged: true},
+			Logging: &sdk.LoggingCapabilities{},
+		},
+		SupportedProtocolVersions: ProtocolVersions,
+	})
+	// Sessions are tracked from their first request, so that Close also
+	// ends those whose client never finished initializing.
+	s.mcp.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if ss, ok := req.GetSession().(*sdk.ServerSession); ok && method == "initialize" {
+				s.track(ss)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	s.Sync()
+	return s
+}
+
+// track keeps a session until it ends, so that Close can end it.
+func (s *Server) track(ss *sdk.ServerSession) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions == nil || s.sessions[ss] {
+		return
+	}
+	s.sessions[ss] = true
+	s.wg.Go(func() {
+		ss.Wait()
+		s.mu.Lock()
+		delete(s.sessions, ss)
+		s.mu.Unlock()
+	})
+}
+
+// Close ends every client session. Calls in flight are cancelled.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	sessions := s.sessions
+	s.sessions = nil
+	s.mu.Unlock()
+	for ss := range sessions {
+		ss.Close()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+// MCP returns the SDK server, to connect to transports of one's own.
+func (s *Server) MCP() *sdk.Server { return s.mcp }
+
+// Sync serves the engine's current tools: it adds the new, replaces the
+// changed and removes the gone, and so makes the SDK notify connected
+// clients. Call it after the registry changed.
+func (s *Server) Sync() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defs := s.e.Tools()
+	now := make(map[string]bool, len(defs))
+	for _, d := range defs {
+		now[d.Name] = true
+		t := sdkTool(&d)
+		b, _ := json.Marshal(t)
+		if s.served[d.Name] == string(b) {
+			continue
+		}
+		if err := s.add(t); err != nil {
+			s.opts.Logger.Warn("tool not served", "tool", d.Name, "error", err)
+			continue
+		}
+		s.served[d.Name] = string(b)
+	}
+	var gone []string
+	for name := range s.served {
+		if !now[name] {
+			gone = append(gone, name)
+			delete(s.served, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.mcp.RemoveTools(gone...)
+	}
+}
+
+// add adds one tool; the SDK panics on a schema it will not serve.
+func (s *Server) add(t *sdk.Tool) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	s.mcp.AddTool(t, s.handler(t.Name))
+	return nil
+}
+
+// sdkTool is the MCP form of a definition. The schemas go out as the bytes
+// the engine holds (for an upstream tool, those its server sent).
+func sdkTool(d *tool.Definition) *sdk.Tool {
+	t := &sdk.Tool{
+		Name:        d.Name,
+		Description: d.Description,
+		Title:       d.Annotations.Title,
+		Annotations: mcpconv.SDKAnnotations(d.Annotations),
+	}
+	if t.Description == "" {
+		t.Description = d.Summary
+	}
+	t.InputSchema = json.RawMessage(d.InputSchema)
+	if len(d.InputSchema) == 0 {
+		t.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	if len(d.OutputSchema) > 0 {
+		t.OutputSchema = json.RawMessage(d.OutputSchema)
+	}
+	return t
+}
+
+// handler runs a tools/call through the engine.
+func (s *Server) handler(name string) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		ss := req.Session
+		var caps *sdk.ClientCapabilities
+		if ip := ss.InitializeParams(); ip != nil {
+			caps = ip.Capabilities
+		}
+		ctx = tool.WithHooks(ctx, s.hooks(ss, req.Params.GetProgressToken(), caps))
+		c := &tool.Call{ID: "mcp-" + strconv.FormatUint(s.ids.Add(1), 10), Name: name}
+		if len(req.Params.Arguments) > 0 {
+			c.Arguments = req.Params.Arguments
+		}
+		for range maxQuestions {
+			out := s.e.Call(ctx, c)
+			if out.Question == nil {
+				return mcpconv.SDKResult(out.Result), nil
+			}
+			q := out.Question
+			if caps == nil || caps.Elicitation == nil {
+				return needsInput(q, "the client cannot be asked (it offers no elicitation)"), nil
+			}
+			answer, ok, err := ask(ctx, ss, q)
+			if err != nil {
+				return needsInput(q, err.Error()), nil
+			}
+			if !ok {
+				r := tool.ErrorResult(&tool.Error{Kind: tool.KindDenied, Tool: name, Stage: "question",
+					Message: "the question was not answered: " + q.Text})
+				return mcpconv.SDKResult(r), nil
+			}
+			if c.Answers == nil {
+				c.Answers = map[string]any{}
+			}
+			c.Answers[q.ID] = answer
+		}
+		r := tool.ErrorResult(&tool.Error{Kind: tool.KindRuntimeFailure, Tool: name, Stage: "question",
+			Message: fmt.Sprintf("the tool asked more than %d questions", maxQuestions)})
+		return mcpconv.SDKResult(r), nil
+	}
+}
+
+// maxQuestions bounds the questions of one call, against a tool that asks
+// forever.
+const maxQuestions = 16
+
+// hooks are the ways a call reaches back to the client that made it.
+func (s *Server) hooks(ss *sdk.ServerSession, token any, caps *sdk.ClientCapabilities) tool.Hooks {
+	h := tool.Hooks{
+		Log: func(m tool.LogMessage) {
+			ss.Log(context.Background(), &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(m.Level), Logger: m.Logger,
+				Data: json.RawMessage(m.Data)})
+		},
+	}
+	if token != nil {
+		h.Progress = func(p tool.Progress) {
+			ss.NotifyProgress(context.Background(), &sdk.ProgressNotificationParams{ProgressToken: token,
+				Progress: p.Progress, Total: p.Total, Message: p.Message})
+		}
+	}
+	if caps != nil && caps.Elicitation != nil {
+		h.Elicit = func(ctx context.Context, r *tool.ElicitRequest) (*tool.ElicitResult, error) {
+			res, err := ss.Elicit(ctx, mcpconv.SDKElicit(r))
+			if err != nil {
+				return nil, err
+			}
+			return &tool.ElicitResult{Action: res.Action, Content: res.Content}, nil
+		}
+	}
+	if caps != nil && caps.Sampling != nil {
+		h.Sample = func(ctx context.Context, r *tool.SamplingRequest) (*tool.SamplingResult, error) {
+			p, err := mcpconv.SDKSampling(r)
+			if err != nil {
+				return nil, err
+			}
+			res, err := ss.CreateMessage(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			return mcpconv.SamplingResult(res), nil
+		}
+	}
+	return h
+}
+
+// ask puts a tool's question to the client as an elicitation of one field,
+// "answer". ok is false when the person declined or cancelled.
+func ask(ctx context.Context, ss *sdk.ServerSession, q *tool.Question) (any, bool, error) {
+	field := map[string]any{"title": q.Text}
+	switch q.Kind {
+	case tool.QuestionBoolean:
+		field["type"] = "boolean"
+	case tool.QuestionSelect:
+		field["type"] = "string"
+		field["enum"] = q.Options
+	default:
+		field["type"] = "string"
+	}
+	if q.Default != nil {
+		field["default"] = q.Default
+	}
+	res, err := ss.Elicit(ctx, &sdk.ElicitParams{
+		Message: q.Text,
+		RequestedSchema: map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"answer": field},
+			"required":   []string{"answer"},
+		},
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("asking the client failed: %w", err)
+	}
+	if res.Action != tool.ElicitAccept {
+		return nil, false, nil
+	}
+	a, ok := res.Content["answer"]
+	if !ok {
+		return nil, false, nil
+	}
+	return a, true, nil
+}
+
+// needsInput is the result of a call whose question could not be put to
+// anyone: an error result that says what the tool asked.
+func needsInput(q *tool.Question, why string) *sdk.CallToolResult {
+	msg := fmt.Sprintf("the tool needs input: %s (question %q", q.Text, q.ID)
+	if len(q.Options) > 0 {
+		msg += "; options: " + strings.Join(q.Options, ", ")
+	}
+	msg += "); " + why
+	r := tool.ErrorResult(&tool.Error{Kind: tool.KindDenied, Stage: "question", Message: msg})
+	return mcpconv.SDKResult(r)
+}
+
+// ServeStdio serves one client over in and out until in ends or ctx is done.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	t := &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}
+	err := s.mcp.Run(ctx, t)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// HTTPOptions configure [Server.Handler].
+type HTTPOptions struct {
+	// Token, if set, is the bearer token every request must carry in its
+	// Authorization header.
+	Token string
+	// SessionTimeout ends a session that has had no request for this long,
+	// so that clients which went away without saying so do not pile up.
+	// Zero means an hour; a client whose session ended starts a new one.
+	SessionTimeout time.Duration
+}
+
+// Path is where the HTTP handler serves MCP.
+const Path = "/mcp"
+
+// Handler returns the streamable HTTP handler, at [Path]. Whatever the
+// address it is served on, it rejects a request whose Origin is not the
+// server's own (a web page that is not lathe's cannot drive it) and a request
+// that reached a loopback address under a foreign Host name (DNS rebinding);
+// with a token, it rejects a request without it.
+func (s *Server) Handler(opts HTTPOptions) http.Handler {
+	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp },
+		&sdk.StreamableHTTPOptions{Logger: s.opts.Logger, SessionTimeout: cmp.Or(opts.SessionTimeout, time.Hour)})
+	h = sameOrigin(h)
+	if opts.Token != "" {
+		h = bearer(opts.Token, h)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(Path, h)
+	return mux
+}
+
+// sameOrigin rejects requests from a browser page of another origin. A
+// loopback origin is accepted only by a loopback host, and then on any port:
+// a local tool's page may talk to a local server.
+func sameOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !allowedOrigin(o, r.Host) {
+			http.Error(w, "forbidden: cross-origin request", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func allowedOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if strings.EqualFold(u.Host, host) {
+		return true
+	}
+	return Loopback(u.Hostname()) && Loopback(hostOnly(host))
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
+}
+
+// Loopback reports whether host names this machine only: "localhost", or
+// an address in 127.0.0.0/8 or ::1.
+func Loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+func bearer(token string, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="lathe"`)
+			http.Error(w, "unauthorized: a bearer token is required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
