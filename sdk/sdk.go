@@ -51,6 +51,7 @@ import (
 	"syscall"
 
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
+	"github.com/lathe-tools/lathe/schema/infer"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -96,11 +97,11 @@ func Func[In, Out any](def Definition, fn func(ctx context.Context, in In) (Out,
 		schema: func() (protocol.ToolSchema, error) {
 			s := protocol.ToolSchema{Name: def.Name, Summary: def.Summary, Description: def.Description, Annotations: def.Annotations}
 			var err error
-			if s.Parameters, err = inferSchema(reflect.TypeFor[In]()); err != nil {
+			if s.Parameters, err = infer.ForType(reflect.TypeFor[In]()); err != nil {
 				return s, fmt.Errorf("tool %s: input schema: %w", def.Name, err)
 			}
 			if t := reflect.TypeFor[Out](); structType(t) {
-				if s.OutputSchema, err = inferSchema(t); err != nil {
+				if s.OutputSchema, err = infer.ForType(t); err != nil {
 					return s, fmt.Errorf("tool %s: output schema: %w", def.Name, err)
 				}
 			}

@@ -1,0 +1,117 @@
+// Package infer derives JSON Schemas from Go types. It is apart from package
+// schema, which holds the validator, so that a process tool built with lathe's
+// SDK infers its schema without paying for the validator's initialisation at
+// every start (a process tool starts once per call).
+package infer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/invopop/jsonschema"
+)
+
+// For infers an input schema from the Go type T, usually the struct a typed
+// tool decodes its arguments into. See [ForType].
+func For[T any]() (json.RawMessage, error) {
+	return ForType(reflect.TypeFor[T]())
+}
+
+// ForType infers a JSON Schema from t and returns it as compact JSON.
+//
+// Property names come from json tags. A field is required unless its json tag
+// has omitempty or omitzero. Struct tags add keywords:
+//
+//	Path  string `json:"path" jsonschema:"description=File to read,minLength=1"`
+//	Mode  string `json:"mode,omitempty" jsonschema:"enum=text,enum=binary,default=text"`
+//	Limit int    `json:"limit,omitempty" jsonschema:"minimum=1,maximum=1000,default=100"`
+//	Note  string `json:"note,omitempty" jsonschema_description:"Free text, commas allowed"`
+//
+// Structs do not allow properties they do not declare. Nested structs and
+// slices of structs are written out in place: the result has no "$ref",
+// "$defs", "$schema" or "$id", which is what model providers accept best. A
+// type that contains itself therefore cannot be inferred and gives an error,
+// as do channels, functions and complex numbers.
+func ForType(t reflect.Type) (json.RawMessage, error) {
+	if t == nil {
+		return nil, fmt.Errorf("schema: cannot infer a schema for a nil type")
+	}
+	if err := checkInlinable(t, map[reflect.Type]bool{}); err != nil {
+		return nil, err
+	}
+	r := jsonschema.Reflector{
+		DoNotReference: true,
+		ExpandedStruct: true,
+		Anonymous:      true,
+		Mapper:         mapType,
+	}
+	s, err := reflectType(&r, t)
+	if err != nil {
+		return nil, err
+	}
+	s.Version = ""
+	s.ID = ""
+	s.Definitions = nil
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return nil, fmt.Errorf("schema: inferring from %s: %w", t, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// reflectType turns the reflector's panic on an unsupported type into an error.
+func reflectType(r *jsonschema.Reflector, t reflect.Type) (s *jsonschema.Schema, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("schema: cannot infer a schema for %s: %v", t, p)
+		}
+	}()
+	return r.ReflectFromType(t), nil
+}
+
+var numberType = reflect.TypeFor[json.Number]()
+
+// mapType gives the types the reflector gets wrong their JSON form.
+func mapType(t reflect.Type) *jsonschema.Schema {
+	if t == numberType {
+		return &jsonschema.Schema{Type: "number"}
+	}
+	return nil
+}
+
+var customSchemaType = reflect.TypeFor[interface{ JSONSchema() *jsonschema.Schema }]()
+
+// checkInlinable reports a type that contains itself: written out in place it
+// would never end (the reflector would recurse until the stack overflows).
+// onPath holds the struct types being visited.
+func checkInlinable(t reflect.Type, onPath map[reflect.Type]bool) error {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || t.Implements(customSchemaType) {
+		return nil
+	}
+	if onPath[t] {
+		return fmt.Errorf("schema: cannot infer a schema for %s: it contains itself, which cannot be written out without $ref", t)
+	}
+	onPath[t] = true
+	defer delete(onPath, t)
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == "-" {
+			continue
+		}
+		if err := checkInlinable(f.Type, onPath); err != nil {
+			return err
+		}
+	}
+	return nil
+}
