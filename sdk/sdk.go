@@ -100,7 +100,7 @@ func Func[In, Out any](def Definition, fn func(ctx context.Context, in In) (Out,
 			if s.Parameters, err = infer.ForType(reflect.TypeFor[In]()); err != nil {
 				return s, fmt.Errorf("tool %s: input schema: %w", def.Name, err)
 			}
-			if t := reflect.TypeFor[Out](); structType(t) {
+			if t := reflect.TypeFor[Out](); tool.StructuredType(t) {
 				if s.OutputSchema, err = infer.ForType(t); err != nil {
 					return s, fmt.Errorf("tool %s: output schema: %w", def.Name, err)
 				}
@@ -116,7 +116,11 @@ func Func[In, Out any](def Definition, fn func(ctx context.Context, in In) (Out,
 			if err != nil {
 				return nil, err
 			}
-			return render(out)
+			r, err := tool.ResultFor(out)
+			if err != nil {
+				return nil, fmt.Errorf("cannot encode the tool's output: %w", err)
+			}
+			return r, nil
 		},
 	}
 }
@@ -143,38 +147,6 @@ func decode(args json.RawMessage, v any) error {
 		return fmt.Errorf("the arguments do not fit the tool's input: %w", err)
 	}
 	return nil
-}
-
-func structType(t reflect.Type) bool {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t.Kind() == reflect.Struct && t != reflect.TypeFor[tool.Result]()
-}
-
-// render turns a function's output into a result, as lathe's builtin
-// runtime does.
-func render(out any) (*tool.Result, error) {
-	switch v := out.(type) {
-	case string:
-		return tool.TextResult(v), nil
-	case *tool.Result:
-		if v == nil {
-			return tool.TextResult(""), nil
-		}
-		return v, nil
-	case tool.Result:
-		return &v, nil
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, fmt.Errorf("cannot encode the tool's output: %w", err)
-	}
-	r := tool.TextResult(string(b))
-	if len(b) > 0 && b[0] == '{' {
-		r.Structured = b
-	}
-	return r, nil
 }
 
 // Serve reads one request from standard input, answers it on standard

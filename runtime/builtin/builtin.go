@@ -54,7 +54,7 @@ func Func[In, Out any](def tool.Definition, fn func(context.Context, In) (Out, e
 		def.InputSchema = s
 	}
 	if len(def.OutputSchema) == 0 {
-		if t := reflect.TypeFor[Out](); structType(t) {
+		if t := reflect.TypeFor[Out](); tool.StructuredType(t) {
 			s, err := schema.ForType(t)
 			if err != nil {
 				return tool.Tool{}, fmt.Errorf("builtin tool %q: output schema: %w", def.Name, err)
@@ -76,13 +76,6 @@ func Must(t tool.Tool, err error) tool.Tool {
 		panic(err)
 	}
 	return t
-}
-
-func structType(t reflect.Type) bool {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t.Kind() == reflect.Struct && t != reflect.TypeFor[tool.Result]()
 }
 
 // Cooperative reports true: a Go function is expected to watch its context,
@@ -111,39 +104,12 @@ func (r *Runtime[In, Out]) Execute(ctx context.Context, def *tool.Definition, ca
 		}
 		return &tool.Outcome{Result: tool.ErrorResult(err)}, nil
 	}
-	res, err := render(out)
+	res, err := tool.ResultFor(out)
 	if err != nil {
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName,
 			Stage: "render", Message: "cannot encode the function's output", Err: err}
 	}
 	return &tool.Outcome{Result: res}, nil
-}
-
-// render turns a function's output into a result: text for strings,
-// passthrough for results, and structured JSON with the same JSON as text for
-// everything else.
-func render(out any) (*tool.Result, error) {
-	switch v := out.(type) {
-	case string:
-		return tool.TextResult(v), nil
-	case *tool.Result:
-		if v == nil {
-			return tool.TextResult(""), nil
-		}
-		return v, nil
-	case tool.Result:
-		return &v, nil
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, err
-	}
-	res := tool.TextResult(string(b))
-	if len(b) > 0 && b[0] == '{' {
-		// Structured content is an object by MCP's rules; other values are text only.
-		res.Structured = b
-	}
-	return res, nil
 }
 
 type answersKey struct{}
