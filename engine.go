@@ -31,6 +31,11 @@ type Options struct {
 	// Middleware runs, in order, after the arguments are validated and before
 	// the tool executes: the place for policy, approval and audit stages.
 	Middleware []Middleware
+	// Outer runs, in order, before the tool is even resolved, inside the
+	// engine's own logging: it sees every call, those for unknown tools and
+	// with invalid arguments included, so it is the place for an audit log.
+	// Inv.Tool is nil there until next returns.
+	Outer []Middleware
 	// Logger receives call records at debug level and output-schema
 	// warnings. Nil discards them, and then the output is not checked at all:
 	// a check whose only effect is a warning nobody reads is not worth its

@@ -56,6 +56,9 @@ func (e *Engine) pipeline() Handler {
 	h = applyDefaults(h)
 	h = decode(h)
 	h = e.resolve(h)
+	for i := len(e.opts.Outer) - 1; i >= 0; i-- {
+		h = e.opts.Outer[i](h)
+	}
 	return e.observe(h)
 }
 

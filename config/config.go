@@ -32,6 +32,13 @@ type Config struct {
 	// Toolsets holds the [toolsets.NAME] tables: binaries each of which
 	// describes several tools (see local.go).
 	Toolsets map[string]*Toolset `toml:"toolsets"`
+	// Policy holds the [policy] table: approval rules (see policy.go).
+	Policy Policy `toml:"policy"`
+	// Audit holds the [audit] table: the audit log and grants database.
+	Audit Audit `toml:"audit"`
+	// Sandbox holds the [sandbox] table: profile, limits and permissions of
+	// process tools (see sandbox.go).
+	Sandbox Sandbox `toml:"sandbox"`
 	// Files names the files that were read, lowest precedence first.
 	Files []string `toml:"-"`
 }
@@ -55,6 +62,9 @@ type Tool struct {
 	// Timeout bounds one call of this tool, as in timeout = "30s". Zero means
 	// the tool's own timeout, or the default.
 	Timeout time.Duration `toml:"timeout"`
+	// Profile is the sandbox profile of this tool's process, overriding
+	// [sandbox] profile.
+	Profile SandboxProfile `toml:"profile"`
 	// Summary replaces the one-line summary a model sees.
 	Summary string `toml:"summary"`
 	// Description replaces the full description.

@@ -39,6 +39,7 @@ import (
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/internal/mcpconv"
+	"github.com/lathe-tools/lathe/policy"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -216,6 +217,9 @@ func (s *Server) handler(name string) sdk.ToolHandler {
 			caps = ip.Capabilities
 		}
 		ctx = tool.WithHooks(ctx, s.hooks(ss, req.Params.GetProgressToken(), caps))
+		// An "allow for the session" a client's person gives holds for that
+		// client alone, not for every client of the server.
+		ctx = policy.WithSession(ctx, fmt.Sprintf("mcp-%p", ss))
 		c := &tool.Call{ID: "mcp-" + strconv.FormatUint(s.ids.Add(1), 10), Name: name}
 		if len(req.Params.Arguments) > 0 {
 			c.Arguments = req.Params.Arguments

@@ -62,6 +62,9 @@ func (s *set) listDir(ctx context.Context, in listIn) (string, error) {
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	var b strings.Builder
 	for _, e := range entries {
+		if rel == "." && e.Name() == StateDir {
+			continue
+		}
 		b.WriteString(e.Name())
 		switch {
 		case e.IsDir():
@@ -182,6 +185,9 @@ func (s *set) walk(ctx context.Context, base string, visit func(p string, d fs.D
 		}
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if p == StateDir {
+			return fs.SkipDir
 		}
 		descend, err := visit(p, d)
 		if err != nil {

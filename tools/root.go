@@ -71,6 +71,9 @@ func (w *Workspace) Close() error { return w.root.Close() }
 // symbolic link, is refused with a [*tool.Error] of kind [tool.KindDenied], as
 // is a path through a dangling link (writing through one would create its
 // target, wherever that is).
+//
+// Paths in [StateDir] are refused too: a model that could write there could
+// forge the grants a person gave.
 func (w *Workspace) Resolve(path string) (string, error) {
 	if strings.IndexByte(path, 0) >= 0 {
 		return "", fmt.Errorf("path %q contains a NUL byte", path)
@@ -92,6 +95,10 @@ func (w *Workspace) Resolve(path string) (string, error) {
 		}
 		return "", &tool.Error{Kind: tool.KindDenied, Message: msg}
 	}
+	if first, _, _ := strings.Cut(filepath.ToSlash(rel), "/"); first == StateDir {
+		return "", &tool.Error{Kind: tool.KindDenied,
+			Message: fmt.Sprintf("path %q is in %s, lathe's own state (audit log, grants), which tools may not touch", path, StateDir)}
+	}
 	switch {
 	case errors.Is(err, errDangling):
 		return "", &tool.Error{Kind: tool.KindDenied,
@@ -103,6 +110,11 @@ func (w *Workspace) Resolve(path string) (string, error) {
 	}
 	return rel, nil
 }
+
+// StateDir is the directory of the workspace where lathe keeps its own
+// state (the audit log and grants database). The file tools neither show it
+// nor let a call reach into it.
+const StateDir = ".lathe"
 
 var (
 	errDangling = errors.New("dangling symbolic link")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -259,4 +260,31 @@ func TestSwappedLink(t *testing.T) {
 	close(done)
 	<-stopped
 	sameSnapshot(t, before, snapshot(t, outside))
+}
+
+// TestStateDirIsOutOfReach: the file tools neither show nor reach into
+// .lathe, where the audit log and the grants live, by any path.
+func TestStateDirIsOutOfReach(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, tools.StateDir), 0o755)
+	os.WriteFile(filepath.Join(dir, tools.StateDir, "lathe.db"), []byte("grants"), 0o644)
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("grants\n"), 0o644)
+	os.Symlink(tools.StateDir, filepath.Join(dir, "state"))
+	e := newEngine(t, dir, tools.Options{})
+	for _, p := range []string{".lathe/lathe.db", "./.lathe/../.lathe/lathe.db", filepath.Join(dir, ".lathe/lathe.db"), "state/lathe.db"} {
+		fail(t, e, "read_file", map[string]any{"path": p}, tool.KindDenied)
+		fail(t, e, "write_file", map[string]any{"path": p, "content": "forged"}, tool.KindDenied)
+	}
+	if got := ok(t, e, "list_dir", map[string]any{}); slices.Contains(strings.Split(got, "\n"), ".lathe/") {
+		t.Errorf("list_dir shows the state dir:\n%s", got)
+	}
+	if got := ok(t, e, "grep", map[string]any{"pattern": "grants"}); strings.Contains(got, "lathe.db") {
+		t.Errorf("grep searched the state dir:\n%s", got)
+	}
+	if got := ok(t, e, "glob", map[string]any{"pattern": "**/*.db"}); strings.Contains(got, "lathe.db") {
+		t.Errorf("glob found the state dir:\n%s", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, tools.StateDir, "lathe.db")); string(b) != "grants" {
+		t.Errorf("state file changed: %q", b)
+	}
 }

@@ -29,7 +29,8 @@ func TestMain(m *testing.M) {
 }
 
 // testTools are tools that reach the failure paths the standard tools
-// cannot: one that never finishes, one that panics, one that asks.
+// cannot: one that never finishes, one that panics, one that asks, one
+// that takes its process down.
 func testTools() []tool.Tool {
 	return []tool.Tool{
 		builtin.Must(builtin.Func(tool.Definition{Name: "slow", Summary: "Wait until cancelled."},
@@ -53,6 +54,9 @@ func testTools() []tool.Tool {
 				}
 				return "hello, " + in.Name, nil
 			})),
+		// crash stands for a process that dies in the middle of a call.
+		builtin.Must(builtin.Func(tool.Definition{Name: "crash", Summary: "Exit the process mid-call."},
+			func(context.Context, struct{}) (string, error) { os.Exit(3); return "", nil })),
 	}
 }
 

@@ -51,6 +51,7 @@ func newBatchCmd(g *globals) *cobra.Command {
 					return &usageError{err}
 				}
 			}
+			g.approver = terminalApprover(g.streams)
 			e, err := g.openEngine()
 			if err != nil {
 				return err

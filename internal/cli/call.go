@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/lathe-tools/lathe/policy"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -44,8 +45,11 @@ func newCallCmd(g *globals) *cobra.Command {
 			defer e.Close()
 			c := &tool.Call{ID: "cli", Name: args[0], Arguments: raw, Answers: ans}
 			ask := terminalAsker(g.streams)
+			// A call typed by a person is that person's approval; deny
+			// rules still hold.
+			ctx := policy.WithPerson(cmd.Context(), personWho)
 			for {
-				out := e.Call(cmd.Context(), c)
+				out := e.Call(ctx, c)
 				if out.Question != nil && ask != nil {
 					a, err := ask(out.Question)
 					if err != nil {

@@ -12,10 +12,12 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lathe-tools/lathe/policy"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -44,7 +46,8 @@ func MainWith(extra ...tool.Tool) int {
 
 // Run runs lathe with args and returns the exit code.
 func Run(ctx context.Context, args []string, s Streams, extra ...tool.Tool) int {
-	root := newRoot(s, extra)
+	root, g := newRoot(s, extra)
+	defer g.closeStore()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -74,9 +77,15 @@ type globals struct {
 	config    string
 	streams   Streams
 	extra     []tool.Tool // registered beside the standard tools
+
+	// approver is asked when the policy says ask (see policy.go); nil
+	// means there is no one to ask, and ask means deny.
+	approver policy.Approver
+	storeMu  sync.Mutex
+	store    *lazyStore // the audit database, opened at the first call
 }
 
-func newRoot(s Streams, extra []tool.Tool) *cobra.Command {
+func newRoot(s Streams, extra []tool.Tool) (*cobra.Command, *globals) {
 	g := &globals{streams: s, extra: extra}
 	root := &cobra.Command{
 		Use:   "lathe",
@@ -96,7 +105,8 @@ func newRoot(s Streams, extra []tool.Tool) *cobra.Command {
 	root.AddCommand(newBatchCmd(g))
 	root.AddCommand(newServeCmd(g))
 	root.AddCommand(newCacheCmd(g))
-	return root
+	root.AddCommand(newAuditCmd(g))
+	return root, g
 }
 
 // isCobraUsage reports the error cobra raises for an unknown command, which

@@ -38,7 +38,13 @@ func (g *globals) openEngine() (*lathe.Engine, error) {
 	if err != nil {
 		return nil, &usageError{err}
 	}
+	outer, inner, err := g.policyStages(cfg, ws)
+	if err != nil {
+		return nil, err
+	}
 	e := lathe.New(lathe.Options{
+		Outer:          outer,
+		Middleware:     inner,
 		Timeout:        cfg.Defaults.Timeout,
 		MaxOutputBytes: cfg.Defaults.MaxOutputBytes,
 		Batch: lathe.BatchConfig{

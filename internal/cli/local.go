@@ -200,6 +200,7 @@ func (l *localLoader) tool(name string, t *config.Tool) error {
 		fill(&def, s)
 		opts.Tool = s.Name
 	}
+	sandboxOptions(&opts, l.cfg, t.Profile, cmd)
 	rt, err := process.New(cmd, opts)
 	if err != nil {
 		return fail("%v", err)
@@ -302,6 +303,11 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 			c.Env = append(slices.Clone(s.Env), t.Env...)
 			pos = t.Pos
 		}
+		var profile config.SandboxProfile
+		if t := l.cfg.Tools[name]; t != nil {
+			profile = t.Profile
+		}
+		sandboxOptions(&opts, l.cfg, profile, c)
 		rt, err := process.New(c, opts)
 		if err != nil {
 			errs = append(errs, fail("%v", err))

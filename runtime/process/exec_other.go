@@ -5,6 +5,7 @@ package process
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"time"
 )
 
@@ -16,6 +17,8 @@ type spawnSpec struct {
 	stdin  []byte
 	maxOut int
 	grace  time.Duration
+
+	sandbox func(*exec.Cmd) (func(), error)
 }
 
 // spawn is not implemented: process groups and signals are Unix's.

@@ -20,6 +20,8 @@ type spawnSpec struct {
 	stdin  []byte // nil: the null device
 	maxOut int
 	grace  time.Duration
+	// sandbox, if set, rewrites the command before it starts.
+	sandbox func(*exec.Cmd) (func(), error)
 }
 
 // spawn runs one process in a new process group and waits until the group
@@ -42,6 +44,15 @@ func spawn(ctx context.Context, s spawnSpec) (*result, error) {
 	errTail := &tailBuffer{max: stderrTail}
 	cmd.Stdout = out
 	cmd.Stderr = errTail
+	if s.sandbox != nil {
+		cleanup, err := s.sandbox(cmd)
+		if cleanup != nil {
+			defer cleanup()
+		}
+		if err != nil {
+			return res, err
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		if ctx.Err() != nil {
 			return res, ctx.Err()

@@ -115,6 +115,11 @@ type Options struct {
 	// GracePeriod is how long a stopped tool has, after SIGTERM, before
 	// SIGKILL. Zero means [DefaultGracePeriod].
 	GracePeriod time.Duration
+	// Sandbox, when set, is called with each call's command just before it
+	// starts and may rewrite it to run isolated; the function it returns
+	// runs once the process is gone. Pass a sandbox.Config's Wrap method.
+	// A Sandbox error fails the call: the command never runs unconfined.
+	Sandbox func(cmd *exec.Cmd) (cleanup func(), err error)
 	// Logger receives the tail of each call's standard error, at debug level
 	// (warn when the call failed). Nil discards it.
 	Logger *slog.Logger
@@ -401,7 +406,7 @@ func (r *Runtime) run(ctx context.Context, def *tool.Definition, argv []string, 
 
 	res, err := spawn(callCtx, spawnSpec{
 		path: r.path, argv: argv, dir: r.cmd.Dir, env: r.env, stdin: stdin,
-		maxOut: r.opts.MaxOutputBytes, grace: r.opts.GracePeriod,
+		maxOut: r.opts.MaxOutputBytes, grace: r.opts.GracePeriod, sandbox: r.opts.Sandbox,
 	})
 	if len(res.stderr) > 0 {
 		r.log(ctx, def, res, err)

@@ -1,0 +1,110 @@
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+)
+
+// Redacted is what a secret is replaced with.
+const Redacted = "[redacted]"
+
+// DefaultKeys match the names of arguments whose values are secrets.
+var DefaultKeys = []string{
+	`(?i)pass(word|wd|phrase)?$`, `(?i)secret`, `(?i)token`, `(?i)api[_-]?key`, `(?i)^auth`, `(?i)credential`,
+	`(?i)private[_-]?key`, `(?i)cookie`, `(?i)session[_-]?id`,
+}
+
+// DefaultValues match secrets inside any string value.
+var DefaultValues = []string{
+	`\bsk-[A-Za-z0-9_-]{16,}`,                 // API keys of several model vendors
+	`\bgh[pousr]_[A-Za-z0-9]{20,}`,            // GitHub tokens
+	`\bAKIA[0-9A-Z]{16}\b`,                    // AWS access key ids
+	`\bxox[abprs]-[A-Za-z0-9-]{10,}`,          // Slack tokens
+	`(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*`, // bearer tokens
+	`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`,
+	`(?i)\b(password|passwd|secret|token|api[_-]?key)=[^\s&]+`, // key=value in a command line or a URL
+}
+
+// Redactor replaces secret-looking values in a call's arguments.
+type Redactor struct {
+	keys   []*regexp.Regexp
+	values []*regexp.Regexp
+}
+
+// NewRedactor compiles the default rules plus extra rules: keys match
+// argument names (at any depth) whose whole value is hidden, values match
+// secrets inside strings.
+func NewRedactor(keys, values []string) (*Redactor, error) {
+	r := &Redactor{}
+	for _, k := range append(append([]string(nil), DefaultKeys...), keys...) {
+		re, err := regexp.Compile(k)
+		if err != nil {
+			return nil, fmt.Errorf("audit: redaction key pattern %q: %w", k, err)
+		}
+		r.keys = append(r.keys, re)
+	}
+	for _, v := range append(append([]string(nil), DefaultValues...), values...) {
+		re, err := regexp.Compile(v)
+		if err != nil {
+			return nil, fmt.Errorf("audit: redaction value pattern %q: %w", v, err)
+		}
+		r.values = append(r.values, re)
+	}
+	return r, nil
+}
+
+// Redact returns the arguments as JSON text with secrets replaced. Text that
+// is not JSON is redacted as one string.
+func (r *Redactor) Redact(raw json.RawMessage) string {
+	if r == nil {
+		r, _ = NewRedactor(nil, nil)
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return r.text(string(raw))
+	}
+	b, err := json.Marshal(r.walk(v))
+	if err != nil {
+		return Redacted
+	}
+	return string(b)
+}
+
+func (r *Redactor) walk(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if r.secretKey(k) {
+				x[k] = Redacted
+				continue
+			}
+			x[k] = r.walk(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = r.walk(e)
+		}
+		return x
+	case string:
+		return r.text(x)
+	}
+	return v
+}
+
+func (r *Redactor) secretKey(k string) bool {
+	for _, re := range r.keys {
+		if re.MatchString(k) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Redactor) text(s string) string {
+	for _, re := range r.values {
+		s = re.ReplaceAllString(s, Redacted)
+	}
+	return s
+}

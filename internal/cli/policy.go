@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/audit"
+	"github.com/lathe-tools/lathe/config"
+	"github.com/lathe-tools/lathe/policy"
+	"github.com/lathe-tools/lathe/tool"
+	"golang.org/x/term"
+)
+
+// personWho names the person at the terminal in the audit log, when lathe
+// call's own command line is the approval.
+const personWho = "person"
+
+// policyStages returns the engine's audit stage (outermost, so that it sees
+// every call) and its policy stage. The audit database is opened at the
+// first call, not before: `lathe list` leaves no database behind.
+func (g *globals) policyStages(cfg *config.Config, ws string) (outer, inner []lathe.Middleware, err error) {
+	p := &policy.Policy{}
+	for _, r := range cfg.Policy.Rules {
+		p.Rules = append(p.Rules, policy.Rule{Tool: r.Tool, Args: r.Args, Arg: r.Arg,
+			Approval: policy.Approval(r.Approval), Source: r.Pos.String()})
+	}
+	opts := policy.Options{Approver: g.approver}
+	if cfg.Audit.Enable == nil || *cfg.Audit.Enable {
+		red, err := audit.NewRedactor(patterns(cfg.Audit.RedactKeys), patterns(cfg.Audit.RedactValues))
+		if err != nil {
+			return nil, nil, &configError{err}
+		}
+		ls := g.auditStore(auditPath(cfg, ws))
+		opts.Grants = ls
+		outer = append(outer, func(next lathe.Handler) lathe.Handler {
+			return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
+				s, err := ls.get()
+				if err != nil {
+					return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: inv.Call.Name, Stage: "audit",
+						Message: "the call was not run because the audit log could not be opened", Err: err}
+				}
+				return audit.Middleware(s, red)(next)(ctx, inv)
+			}
+		})
+	}
+	return outer, []lathe.Middleware{policy.Middleware(p, opts)}, nil
+}
+
+func patterns(ps []config.Pattern) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = string(p)
+	}
+	return out
+}
+
+// auditPath is the database a workspace's configuration names.
+func auditPath(cfg *config.Config, ws string) string {
+	p := cfg.Audit.Path
+	if p == "" {
+		p = audit.DefaultPath
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(ws, p)
+	}
+	return p
+}
+
+// auditStore returns the lazily opened store at path; Run closes it.
+func (g *globals) auditStore(path string) *lazyStore {
+	g.storeMu.Lock()
+	defer g.storeMu.Unlock()
+	if g.store == nil || g.store.path != path {
+		g.store = &lazyStore{path: path}
+	}
+	return g.store
+}
+
+// closeStore closes the audit database, if a call opened it.
+func (g *globals) closeStore() {
+	g.storeMu.Lock()
+	defer g.storeMu.Unlock()
+	if g.store != nil && g.store.s != nil {
+		g.store.s.Close()
+	}
+	g.store = nil
+}
+
+// lazyStore opens an audit store at its first use.
+type lazyStore struct {
+	path string
+	once sync.Once
+	s    *audit.Store
+	err  error
+}
+
+func (l *lazyStore) get() (*audit.Store, error) {
+	l.once.Do(func() { l.s, l.err = audit.Open(l.path) })
+	return l.s, l.err
+}
+
+func (l *lazyStore) Granted(ctx context.Context, name, command string) (bool, error) {
+	s, err := l.get()
+	if err != nil {
+		return false, err
+	}
+	return s.Granted(ctx, name, command)
+}
+
+func (l *lazyStore) AddGrant(ctx context.Context, gr policy.Grant) error {
+	s, err := l.get()
+	if err != nil {
+		return err
+	}
+	return s.AddGrant(ctx, gr)
+}
+
+// terminalApprover asks for approvals on the terminal, or is nil when
+// standard input is not one.
+func terminalApprover(s Streams) policy.Approver {
+	f, ok := s.In.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return newApprover(f, s.Err)
+}
+
+// newApprover asks on w and reads answers from in. Calls of a batch run
+// at once, so their questions are put one at a time.
+func newApprover(in io.Reader, w io.Writer) policy.Approver {
+	r := bufio.NewReader(in)
+	var mu sync.Mutex
+	return policy.ApproverFunc(func(ctx context.Context, req *policy.Request) (policy.Answer, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "%s wants to run: %s\n  (%s)\n", req.Tool.Name, req.Arguments, req.Reason)
+		for {
+			fmt.Fprint(w, "Allow? [o]nce, [s]ession, [a]lways, [d]eny: ")
+			line, err := r.ReadString('\n')
+			if err != nil && line == "" {
+				return policy.Answer{}, fmt.Errorf("no answer on the terminal: %w", err)
+			}
+			switch strings.ToLower(strings.TrimSpace(line)) {
+			case "o", "once", "y", "yes":
+				return policy.Answer{Verdict: policy.AllowOnce}, nil
+			case "s", "session":
+				return policy.Answer{Verdict: policy.AllowSession}, nil
+			case "a", "always":
+				return policy.Answer{Verdict: policy.AllowAlways}, nil
+			case "d", "deny", "n", "no":
+				fmt.Fprint(w, "Reason for the model (optional): ")
+				reason, _ := r.ReadString('\n')
+				return policy.Answer{Verdict: policy.Refuse, Reason: strings.TrimSpace(reason)}, nil
+			}
+		}
+	})
+}

@@ -1,0 +1,289 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// Request is what an [Approver] is asked: may this call run?
+type Request struct {
+	Tool *tool.Definition
+	Call *tool.Call
+	// Arguments are the call's arguments rendered for a person: what the
+	// runtime's FormatArguments returns (a local tool may render them
+	// itself), else compact JSON.
+	Arguments string
+	// Reason says why the policy asks.
+	Reason string
+}
+
+// Verdict is a person's answer.
+type Verdict string
+
+const (
+	// AllowOnce runs this call.
+	AllowOnce Verdict = "once"
+	// AllowSession runs this call and, until the process ends, every call of
+	// the tool that the policy would ask about.
+	AllowSession Verdict = "session"
+	// AllowAlways runs it and stores a grant that outlives the process.
+	AllowAlways Verdict = "always"
+	// Refuse denies the call; the answer's reason goes back to the model.
+	Refuse Verdict = "deny"
+)
+
+// Answer is an approver's answer.
+type Answer struct {
+	Verdict Verdict
+	// Reason, for a refusal, is told to the model.
+	Reason string
+}
+
+// Approver asks someone whether a call may run. An error means nobody
+// could be asked; the call is then denied.
+type Approver interface {
+	Approve(ctx context.Context, r *Request) (Answer, error)
+}
+
+// ApproverFunc adapts a function to [Approver].
+type ApproverFunc func(ctx context.Context, r *Request) (Answer, error)
+
+// Approve calls f.
+func (f ApproverFunc) Approve(ctx context.Context, r *Request) (Answer, error) { return f(ctx, r) }
+
+// Grant is a standing approval a person gave with [AllowAlways]: calls of
+// Tool need not ask again. Deny rules still hold.
+//
+// For a tool that runs command lines (one with a string argument
+// "command"), a grant covers one command line, Command, not every command
+// the tool could run; for any other tool Command is empty and the grant
+// covers the tool.
+type Grant struct {
+	Tool    string    `json:"tool"`
+	Command string    `json:"command,omitempty"`
+	Created time.Time `json:"created"`
+}
+
+// GrantStore keeps grants across processes (package audit keeps them in
+// SQLite).
+type GrantStore interface {
+	// Granted reports whether a grant covers a call of toolName with the
+	// command line command ("" for a tool that runs none).
+	Granted(ctx context.Context, toolName, command string) (bool, error)
+	AddGrant(ctx context.Context, g Grant) error
+}
+
+type ctxKey int
+
+const (
+	approverKey ctxKey = iota
+	personKey
+	noteKey
+	sessionKey
+)
+
+// WithApprover returns a context whose calls ask a instead of the
+// middleware's own approver: how a face puts the person it serves in reach.
+func WithApprover(ctx context.Context, a Approver) context.Context {
+	return context.WithValue(ctx, approverKey, a)
+}
+
+// WithPerson returns a context whose calls were typed by a person (who names
+// them, as "cli"): what the policy would ask about counts as approved by
+// them. Deny rules still hold.
+func WithPerson(ctx context.Context, who string) context.Context {
+	return context.WithValue(ctx, personKey, who)
+}
+
+// WithSession returns a context whose calls belong to the session id: an
+// "allow for the session" answer holds for the calls of that session alone.
+// A face that serves several clients at once (lathe serve over HTTP) gives
+// each its own; calls without one share the process's session.
+func WithSession(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, sessionKey, id)
+}
+
+// WithNote returns a context in which [Middleware] reports its decision to
+// note, once per call: how an audit log learns it.
+func WithNote(ctx context.Context, note func(Decision)) context.Context {
+	return context.WithValue(ctx, noteKey, note)
+}
+
+// Options configure [Middleware].
+type Options struct {
+	// Approver is asked when no approver comes with the call's context
+	// ([WithApprover]). With neither, the call's hooks' Elicit is used
+	// when the caller offers it (an MCP client); with no way to ask at all,
+	// ask means deny.
+	Approver Approver
+	// Grants stores and finds [AllowAlways] grants; nil keeps none.
+	Grants GrantStore
+	// FormatTimeout bounds a runtime's FormatArguments; zero means 5s.
+	FormatTimeout time.Duration
+}
+
+// argumentFormatter is the optional ability of a runtime (runtime/process)
+// to render a call's arguments for a person.
+type argumentFormatter interface {
+	FormatArguments(ctx context.Context, def *tool.Definition, call *tool.Call) (string, error)
+}
+
+// Middleware puts p into an engine's pipeline: denied calls end with
+// [tool.KindDenied] and the reason, asked ones go to the approver.
+func Middleware(p *Policy, opts Options) lathe.Middleware {
+	if opts.FormatTimeout <= 0 {
+		opts.FormatTimeout = 5 * time.Second
+	}
+	var mu sync.Mutex
+	session := map[string]bool{} // session id and tool → allowed for the rest of the session
+	return func(next lathe.Handler) lathe.Handler {
+		return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
+			def := &inv.Tool.Definition
+			d := p.Decide(def, inv.Args)
+			if d.Approval == Ask {
+				d = settle(ctx, opts, inv, d, &mu, session)
+			}
+			if note, ok := ctx.Value(noteKey).(func(Decision)); ok {
+				note(d)
+			}
+			if d.Approval != Allow {
+				return nil, &tool.Error{Kind: tool.KindDenied, Tool: def.Name, Runtime: def.Runtime, Stage: "policy",
+					Message: d.Reason}
+			}
+			return next(ctx, inv)
+		}
+	}
+}
+
+// settle turns an ask into allow or deny: a session grant, a stored grant,
+// the person who typed the call, or an approver.
+func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision, mu *sync.Mutex, session map[string]bool) Decision {
+	name := inv.Tool.Definition.Name
+	command := grantCommand(inv.Args)
+	sid, _ := ctx.Value(sessionKey).(string)
+	key := sid + "\x00" + name + "\x00" + command
+	mu.Lock()
+	ok := session[key]
+	mu.Unlock()
+	if ok {
+		return Decision{Approval: Allow, By: "session", Rule: d.Rule, Reason: "allowed for this session"}
+	}
+	if opts.Grants != nil {
+		ok, err := opts.Grants.Granted(ctx, name, command)
+		if err != nil {
+			return Decision{Approval: Deny, By: "grant", Rule: d.Rule, Reason: "the grants could not be read: " + err.Error()}
+		}
+		if ok {
+			return Decision{Approval: Allow, By: "grant", Rule: d.Rule, Reason: "allowed by a stored grant"}
+		}
+	}
+	if who, ok := ctx.Value(personKey).(string); ok {
+		return Decision{Approval: Allow, By: who, Rule: d.Rule, Reason: "called by a person"}
+	}
+	a, by := opts.Approver, "approver"
+	if ca, ok := ctx.Value(approverKey).(Approver); ok {
+		a = ca
+	}
+	if a == nil {
+		if el := tool.HooksFrom(ctx).Elicit; el != nil {
+			a, by = elicitApprover(el), "client"
+		}
+	}
+	if a == nil {
+		return Decision{Approval: Deny, By: "nobody", Rule: d.Rule,
+			Reason: "the call needs approval (" + d.Reason + ") and there is no one to ask"}
+	}
+	req := &Request{Tool: &inv.Tool.Definition, Call: inv.Call, Arguments: render(ctx, opts, inv), Reason: d.Reason}
+	ans, err := a.Approve(ctx, req)
+	if err != nil {
+		return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: "approval could not be asked: " + err.Error()}
+	}
+	switch ans.Verdict {
+	case AllowOnce:
+		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved once"}
+	case AllowSession:
+		mu.Lock()
+		session[key] = true
+		mu.Unlock()
+		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved for the session"}
+	case AllowAlways:
+		if opts.Grants != nil {
+			if err := opts.Grants.AddGrant(ctx, Grant{Tool: name, Command: command, Created: time.Now()}); err != nil {
+				return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved; the grant could not be stored: " + err.Error()}
+			}
+		}
+		mu.Lock()
+		session[key] = true
+		mu.Unlock()
+		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved always"}
+	}
+	reason := "the person refused the call"
+	if ans.Reason != "" {
+		reason += ": " + ans.Reason
+	}
+	return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: reason}
+}
+
+// grantCommand is the command line a grant or a session approval is
+// limited to: the "command" argument of a tool that runs command lines, so
+// that approving `git log` for good does not approve `rm -rf ~`.
+func grantCommand(args any) string {
+	m, _ := args.(map[string]any)
+	s, _ := m["command"].(string)
+	return s
+}
+
+// render gives the arguments as a person should read them.
+func render(ctx context.Context, opts Options, inv *lathe.Invocation) string {
+	if f, ok := inv.Tool.Runtime.(argumentFormatter); ok {
+		fctx, cancel := context.WithTimeout(ctx, opts.FormatTimeout)
+		defer cancel()
+		if s, err := f.FormatArguments(fctx, &inv.Tool.Definition, inv.Call); err == nil && s != "" {
+			return s
+		}
+	}
+	b, err := json.Marshal(inv.Args)
+	if err != nil {
+		return string(inv.Call.Arguments)
+	}
+	return string(b)
+}
+
+// elicitApprover asks through an elicitation (an MCP client's person): one
+// field, "decision", with the four answers, and an optional reason.
+func elicitApprover(el func(context.Context, *tool.ElicitRequest) (*tool.ElicitResult, error)) Approver {
+	return ApproverFunc(func(ctx context.Context, r *Request) (Answer, error) {
+		schema, _ := json.Marshal(map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"decision": map[string]any{"type": "string", "title": "Allow this call?",
+					"enum": []string{string(AllowOnce), string(AllowSession), string(AllowAlways), string(Refuse)}},
+				"reason": map[string]any{"type": "string", "title": "Reason, if you refuse (told to the model)"},
+			},
+			"required": []string{"decision"},
+		})
+		res, err := el(ctx, &tool.ElicitRequest{
+			Message: fmt.Sprintf("Run %s %s? (%s)", r.Tool.Name, r.Arguments, r.Reason),
+			Schema:  schema,
+		})
+		if err != nil {
+			return Answer{}, err
+		}
+		if res.Action != tool.ElicitAccept {
+			return Answer{Verdict: Refuse, Reason: "declined"}, nil
+		}
+		v, _ := res.Content["decision"].(string)
+		reason, _ := res.Content["reason"].(string)
+		switch Verdict(v) {
+		case AllowOnce, AllowSession, AllowAlways:
+			return Answer{Verdict: Verdict(v)}, nil
+		}
+		return Answer{Verdict: Refuse, Reason: reason}, nil
+	})
+}

@@ -1,0 +1,272 @@
+// Package policy decides whether a tool call may run: rules per tool (and
+// per argument), defaults from the tool's annotations, grants a person gave
+// earlier, and an approval hook that asks a person when a rule says "ask".
+//
+// A [Policy] is pure: [Policy.Decide] looks at a tool and its arguments and
+// says allow, ask or deny, and which rule said so. [Middleware] puts a policy
+// into an engine's pipeline, with an [Approver] to ask and a [GrantStore] to
+// remember the answers that last.
+//
+// Which rule wins (docs/policy.md says the same for users):
+//
+//  1. A matching deny rule always wins; neither another rule nor a grant
+//     overrides it.
+//  2. Otherwise the most specific matching rule wins: a rule that matches
+//     arguments beats one that does not; then the rule whose patterns hold
+//     more literal characters (read_file beats read_* beats *); a tie goes
+//     to ask over allow.
+//  3. With no matching rule, the tool's annotations decide: a read-only tool
+//     is allowed, any other tool (destructive, or of unknown effects) asks.
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// Approval is what a rule says about a call.
+type Approval string
+
+const (
+	// Allow runs the call.
+	Allow Approval = "allow"
+	// Ask runs it only once a person (or a grant they gave) approves.
+	Ask Approval = "ask"
+	// Deny refuses it; the reason goes back to the model.
+	Deny Approval = "deny"
+)
+
+// Valid reports whether a is one of the three approvals.
+func (a Approval) Valid() bool { return a == Allow || a == Ask || a == Deny }
+
+// rank orders approvals by restriction, for ties.
+func (a Approval) rank() int {
+	switch a {
+	case Deny:
+		return 2
+	case Ask:
+		return 1
+	}
+	return 0
+}
+
+// Rule is one line of a policy.
+type Rule struct {
+	// Tool is a pattern over tool names: * matches any run of characters,
+	// ? one character, anything else itself. Empty matches every tool.
+	Tool string
+	// Args, if set, is a pattern over the call's argument text (see
+	// [Subject]); the rule then matches only calls whose text fits it.
+	Args string
+	// Arg names the argument whose value is the argument text; empty means
+	// the default choice of [Subject].
+	Arg string
+	// Approval is what the rule says.
+	Approval Approval
+	// Source says where the rule came from ("lathe.toml:12"), for the audit log.
+	Source string
+}
+
+// Validate checks a rule's approval.
+func (r Rule) Validate() error {
+	if !r.Approval.Valid() {
+		return fmt.Errorf("policy rule for %q: approval must be \"allow\", \"ask\" or \"deny\", got %q", r.Tool, r.Approval)
+	}
+	return nil
+}
+
+// Policy is an ordered set of rules. The zero value has no rules: every
+// call gets the default its annotations give.
+type Policy struct {
+	Rules []Rule
+}
+
+// Decision is what the policy says about one call, and why.
+type Decision struct {
+	Approval Approval
+	// By names who or what decided: "rule", "default", and, once
+	// [Middleware] has settled an ask, "grant", "session", "person",
+	// "approver", "client" or "nobody" (no way to ask).
+	By string
+	// Rule is the rule that decided, if one did.
+	Rule *Rule
+	// Reason says why, in words a person and a model can read.
+	Reason string
+}
+
+// Decide says whether the call of def with args (decoded JSON, normally a
+// map[string]any) may run. It never asks anyone.
+func (p *Policy) Decide(def *tool.Definition, args any) Decision {
+	var best *Rule
+	var bestScore [2]int
+	for i := range p.Rules {
+		r := &p.Rules[i]
+		if !match(r.Tool, def.Name) {
+			continue
+		}
+		if r.Args != "" && !matchArgs(r, args) {
+			continue
+		}
+		if r.Approval == Deny {
+			return Decision{Approval: Deny, By: "rule", Rule: r, Reason: "the rule " + r.String() + " denies it"}
+		}
+		score := [2]int{0, literals(r.Tool)}
+		if r.Args != "" {
+			score[0] = 1
+			score[1] += literals(r.Args)
+		}
+		if best == nil || score[0] > bestScore[0] || (score[0] == bestScore[0] &&
+			(score[1] > bestScore[1] || (score[1] == bestScore[1] && r.Approval.rank() > best.Approval.rank()))) {
+			best, bestScore = r, score
+		}
+	}
+	if best != nil {
+		return Decision{Approval: best.Approval, By: "rule", Rule: best, Reason: "the rule " + best.String()}
+	}
+	a := def.Annotations
+	if a.ReadOnlyHint {
+		return Decision{Approval: Allow, By: "default", Reason: "the tool is read-only"}
+	}
+	if a.DestructiveHint != nil && *a.DestructiveHint {
+		return Decision{Approval: Ask, By: "default", Reason: "the tool may change or destroy data"}
+	}
+	return Decision{Approval: Ask, By: "default", Reason: "the tool does not say it is read-only"}
+}
+
+// String renders a rule as it would be written in lathe.toml.
+func (r *Rule) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tool=%q", r.Tool)
+	if r.Args != "" {
+		fmt.Fprintf(&b, " args=%q", r.Args)
+	}
+	fmt.Fprintf(&b, " approval=%q", r.Approval)
+	if r.Source != "" {
+		b.WriteString(" (" + r.Source + ")")
+	}
+	return b.String()
+}
+
+// Subject returns the argument text rules match: the value of the argument
+// arg when it is a string; with arg empty, the "command" argument when
+// there is one, else the only string argument when there is exactly one;
+// otherwise the arguments as compact JSON with sorted keys.
+func Subject(args any, arg string) string {
+	m, _ := args.(map[string]any)
+	if arg != "" {
+		if s, ok := m[arg].(string); ok {
+			return s
+		}
+		b, _ := json.Marshal(m[arg])
+		return string(b)
+	}
+	if s, ok := m["command"].(string); ok {
+		return s
+	}
+	var only string
+	n := 0
+	for _, v := range m {
+		if s, ok := v.(string); ok {
+			only = s
+			n++
+		}
+	}
+	if n == 1 && len(m) == 1 {
+		return only
+	}
+	b, _ := json.Marshal(args) // encoding/json sorts map keys
+	return string(b)
+}
+
+// matchArgs matches a rule's argument pattern. Shell control operators get
+// care, as coding agents give them: an allow or ask rule matches only text
+// that is one simple command (so "git status*" does not allow
+// "git status; rm -rf ~"), while a deny rule matches when any one of the
+// commands in the text fits (so "rm *" denies "ls && rm -rf ~").
+func matchArgs(r *Rule, args any) bool {
+	s := strings.TrimSpace(Subject(args, r.Arg))
+	if r.Approval != Deny {
+		return !hasShellControl(s) && match(r.Args, s)
+	}
+	if match(r.Args, s) {
+		return true
+	}
+	for _, part := range splitCommands(s) {
+		if match(r.Args, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// shellControl are the sequences that chain, substitute or redirect
+// commands in a POSIX shell.
+var shellControl = []string{";", "&", "|", "`", "$(", "\n", ">", "<"}
+
+func hasShellControl(s string) bool {
+	for _, c := range shellControl {
+		if strings.Contains(s, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// splitCommands splits s at shell control operators into the simple
+// commands it holds, each trimmed; "$(" and backquotes also start one.
+func splitCommands(s string) []string {
+	parts := strings.FieldsFunc(s, func(r rune) bool {
+		return strings.ContainsRune(";&|`\n><()", r)
+	})
+	out := parts[:0]
+	for _, p := range parts {
+		p = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(p), "$"))
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// match reports whether s fits the pattern: * is any run of characters
+// (spaces and slashes included), ? one character, anything else itself.
+// An empty pattern matches everything.
+func match(pattern, s string) bool {
+	if pattern == "" {
+		return true
+	}
+	p := []rune(pattern)
+	t := []rune(s)
+	// The classic greedy algorithm with one backtrack point, linear in
+	// practice and never exponential.
+	pi, ti := 0, 0
+	star, mark := -1, 0
+	for ti < len(t) {
+		switch {
+		case pi < len(p) && p[pi] == '*':
+			star, mark = pi, ti
+			pi++
+		case pi < len(p) && (p[pi] == '?' || p[pi] == t[ti]):
+			pi++
+			ti++
+		case star >= 0:
+			pi = star + 1
+			mark++
+			ti = mark
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}
+
+// literals counts a pattern's characters that are not wildcards.
+func literals(pattern string) int {
+	return len([]rune(strings.NewReplacer("*", "", "?", "").Replace(pattern)))
+}

@@ -1,0 +1,102 @@
+package policy
+
+import (
+	"testing"
+
+	"github.com/lathe-tools/lathe/tool"
+)
+
+func TestMatch(t *testing.T) {
+	for _, c := range []struct {
+		pat, s string
+		want   bool
+	}{
+		{"", "anything", true},
+		{"*", "", true},
+		{"read_*", "read_file", true},
+		{"read_*", "write_file", false},
+		{"git status*", "git status --short", true},
+		{"git status*", "git stat", false},
+		{"rm *", "rm -rf /tmp/x", true},
+		{"a?c", "abc", true},
+		{"a?c", "ac", false},
+		{"*.go", "dir/x.go", true},
+		{"*a*a*a*a*b", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false},
+	} {
+		if got := match(c.pat, c.s); got != c.want {
+			t.Errorf("match(%q, %q) = %v, want %v", c.pat, c.s, got, c.want)
+		}
+	}
+}
+
+func TestDecide(t *testing.T) {
+	readOnly := &tool.Definition{Name: "read_file", Annotations: tool.Annotations{ReadOnlyHint: true}}
+	destructive := &tool.Definition{Name: "write_file", Annotations: tool.Annotations{DestructiveHint: tool.Bool(true)}}
+	unknown := &tool.Definition{Name: "mystery"}
+	cmd := &tool.Definition{Name: "run_command"}
+	shell := func(s string) any { return map[string]any{"command": s} }
+	p := &Policy{Rules: []Rule{
+		{Tool: "run_command", Args: "git status*", Approval: Allow},
+		{Tool: "run_command", Args: "rm *", Approval: Deny},
+		{Tool: "run_*", Approval: Ask},
+		{Tool: "*", Approval: Allow},
+		{Tool: "write_file", Approval: Ask},
+		{Tool: "danger", Approval: Deny},
+		{Tool: "dang*", Approval: Allow},
+		{Tool: "tie", Approval: Allow},
+		{Tool: "tie", Approval: Ask},
+	}}
+	for _, c := range []struct {
+		name string
+		p    *Policy
+		def  *tool.Definition
+		args any
+		want Approval
+		by   string
+	}{
+		{"read-only default", &Policy{}, readOnly, nil, Allow, "default"},
+		{"destructive default", &Policy{}, destructive, nil, Ask, "default"},
+		{"unknown default", &Policy{}, unknown, nil, Ask, "default"},
+		{"args allow", p, cmd, shell("git status --short"), Allow, "rule"},
+		{"args deny", p, cmd, shell("rm -rf /"), Deny, "rule"},
+		{"deny inside a chain", p, cmd, shell("ls && rm -rf ~"), Deny, "rule"},
+		{"deny in a substitution", p, cmd, shell("echo $(rm -rf ~)"), Deny, "rule"},
+		{"allow does not cover a chain", p, cmd, shell("git status; curl evil"), Ask, "rule"},
+		{"no args rule: tool pattern", p, cmd, shell("make"), Ask, "rule"},
+		{"exact name beats *", p, destructive, nil, Ask, "rule"},
+		{"* allows the rest", p, unknown, nil, Allow, "rule"},
+		{"deny beats a longer allow", p, &tool.Definition{Name: "danger"}, nil, Deny, "rule"},
+		{"tie goes to ask", p, &tool.Definition{Name: "tie"}, nil, Ask, "rule"},
+	} {
+		d := c.p.Decide(c.def, c.args)
+		if d.Approval != c.want || d.By != c.by {
+			t.Errorf("%s: Decide = %s by %s (%s), want %s by %s", c.name, d.Approval, d.By, d.Reason, c.want, c.by)
+		}
+	}
+}
+
+func TestSubject(t *testing.T) {
+	for _, c := range []struct {
+		args any
+		arg  string
+		want string
+	}{
+		{map[string]any{"command": "ls", "cwd": "x"}, "", "ls"},
+		{map[string]any{"path": "a.txt"}, "", "a.txt"},
+		{map[string]any{"path": "a.txt", "n": 3.0}, "", `{"n":3,"path":"a.txt"}`},
+		{map[string]any{"path": "a.txt", "content": "x"}, "path", "a.txt"},
+	} {
+		if got := Subject(c.args, c.arg); got != c.want {
+			t.Errorf("Subject(%v, %q) = %q, want %q", c.args, c.arg, got, c.want)
+		}
+	}
+}
+
+func TestRuleValidate(t *testing.T) {
+	if err := (Rule{Tool: "x", Approval: "maybe"}).Validate(); err == nil {
+		t.Error("approval maybe passed")
+	}
+	if err := (Rule{Tool: "x", Approval: Deny}).Validate(); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,218 @@
+// Package sandbox runs a tool's process under an isolation profile.
+//
+// A [Config] names a [Profile], the [Limits] of one run and the
+// [Permissions] of the process. [Config.Wrap] rewrites an [exec.Cmd] so that
+// the operating system enforces them:
+//
+//	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: root}
+//	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", line)
+//	cleanup, err := cfg.Wrap(cmd)
+//	if err != nil {
+//		return err
+//	}
+//	defer cleanup()
+//	err = cmd.Run()
+//
+// Under [Dev] the command runs as a host process with rlimits only. Under
+// [Standard] it runs in new user, mount, network and PID namespaces, in a
+// root file system that holds only the system directories (read-only), the
+// workspace (read-write) and the listed paths, with Landlock file and TCP
+// rules, a seccomp deny-list, cgroup limits where the machine lets lathe
+// create cgroups, and rlimits. [Hardened] needs gVisor's runsc and fails
+// with [ErrUnavailable] where it is missing; it never falls back to a weaker
+// profile.
+//
+// The set-up inside the namespaces is done by a small init: Wrap makes the
+// command re-execute the current binary, whose package initialisation (this
+// package's init function) recognises the request, builds the sandbox and
+// then executes the real program. Any binary that imports this package,
+// a test binary included, can therefore sandbox commands. The project's
+// docs/design/sandbox.md explains the choice.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+)
+
+// Profile is an isolation level.
+type Profile string
+
+// The profiles.
+const (
+	// Dev runs the command as a host process with rlimits only.
+	Dev Profile = "dev"
+	// Standard adds namespaces, a private root file system, Landlock,
+	// seccomp and cgroups.
+	Standard Profile = "standard"
+	// Hardened runs the command under gVisor; it needs runsc.
+	Hardened Profile = "hardened"
+)
+
+// ErrUnavailable is returned, wrapped, when a profile cannot be provided on
+// this machine. A profile is never silently replaced by a weaker one.
+var ErrUnavailable = errors.New("sandbox profile unavailable")
+
+// ParseProfile returns the profile named s; "" means [Standard].
+func ParseProfile(s string) (Profile, error) {
+	switch Profile(s) {
+	case "":
+		return Standard, nil
+	case Dev, Standard, Hardened:
+		return Profile(s), nil
+	}
+	return "", fmt.Errorf("unknown sandbox profile %q (want dev, standard or hardened)", s)
+}
+
+// Limits bound one run. A zero field means the default of [DefaultLimits];
+// a negative one means no limit.
+type Limits struct {
+	// Wall is the longest a run may take; the caller enforces it with the
+	// command's context.
+	Wall time.Duration `toml:"wall_time"`
+	// Memory caps the address space of each process (RLIMIT_AS) and, where
+	// cgroups are available, the memory of the whole run, in bytes.
+	Memory int64 `toml:"memory"`
+	// CPU caps the processor time of each process (RLIMIT_CPU).
+	CPU time.Duration `toml:"cpu_time"`
+	// Processes caps the number of processes of the run (cgroup pids, and
+	// RLIMIT_NPROC where it applies).
+	Processes int `toml:"processes"`
+	// Output caps the bytes the caller keeps of standard output; the caller
+	// enforces it.
+	Output int `toml:"output_bytes"`
+}
+
+// DefaultLimits are the limits of a zero [Limits].
+var DefaultLimits = Limits{
+	Wall:      2 * time.Minute,
+	Memory:    1 << 30,
+	CPU:       time.Minute,
+	Processes: 256,
+	Output:    1 << 20,
+}
+
+// WithDefaults returns l with its zero fields set from [DefaultLimits].
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits
+	if l.Wall == 0 {
+		l.Wall = d.Wall
+	}
+	if l.Memory == 0 {
+		l.Memory = d.Memory
+	}
+	if l.CPU == 0 {
+		l.CPU = d.CPU
+	}
+	if l.Processes == 0 {
+		l.Processes = d.Processes
+	}
+	if l.Output == 0 {
+		l.Output = d.Output
+	}
+	return l
+}
+
+// Permissions say what the process may reach besides the workspace, which
+// is always readable and writable, and the system directories
+// ([SystemPaths]), which are readable.
+type Permissions struct {
+	// Read lists further paths the process may read.
+	Read []string `toml:"read"`
+	// Write lists further paths the process may read and write.
+	Write []string `toml:"write"`
+	// Network lets the process use the host's network. Under [Standard]
+	// and [Hardened] it is off by default: the process gets a network
+	// namespace of its own with no interface up, and Landlock denies TCP.
+	Network bool `toml:"network"`
+	// Env names the variables that pass from lathe's environment, besides
+	// PATH, LANG and TERM. HOME and TMPDIR are set to the workspace and /tmp.
+	Env []string `toml:"env"`
+}
+
+// SystemPaths are the directories (and files) every sandboxed process may
+// read and execute. Only a few files of /etc are exposed, so that secrets
+// kept there (/etc/shadow, keys) stay invisible.
+var SystemPaths = []string{
+	"/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32",
+	"/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/resolv.conf",
+	"/etc/localtime", "/etc/ssl/certs", "/etc/ca-certificates", "/etc/mime.types",
+}
+
+// Config is the sandbox of one command.
+type Config struct {
+	// Profile is the isolation level; "" means [Standard].
+	Profile Profile
+	// Workspace is the directory the process may read and write, and its
+	// working directory unless the command sets one inside it. Required
+	// for [Standard] and [Hardened].
+	Workspace string
+	Limits    Limits
+	Perms     Permissions
+}
+
+// baseEnv names the variables every sandboxed process receives.
+var baseEnv = []string{"PATH", "LANG", "TERM"}
+
+// Env returns the environment of a sandboxed process: [Permissions].Env and
+// a few harmless names from lathe's own environment, HOME set to the
+// workspace and TMPDIR to /tmp. Nothing else passes.
+func (c Config) Env() []string {
+	env := []string{"HOME=" + c.Workspace, "TMPDIR=/tmp"}
+	seen := map[string]bool{"HOME": true, "TMPDIR": true}
+	for _, n := range append(append([]string{}, baseEnv...), c.Perms.Env...) {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if v, ok := os.LookupEnv(n); ok {
+			env = append(env, n+"="+v)
+		}
+	}
+	return env
+}
+
+// Wrap rewrites cmd, not yet started, to run under c. cmd.Path and
+// cmd.Args name the real program; cmd.Env should come from [Config.Env]
+// (Wrap drops every variable whose name is not allowed, and sets HOME and
+// TMPDIR). The returned
+// cleanup, never nil, must be called once cmd has been waited for.
+//
+// Wrap sets cmd.SysProcAttr; a Setpgid already set is kept.
+func (c Config) Wrap(cmd *exec.Cmd) (cleanup func(), err error) {
+	p, err := ParseProfile(string(c.Profile))
+	if err != nil {
+		return func() {}, err
+	}
+	c.Profile = p
+	c.Limits = c.Limits.WithDefaults()
+	cmd.Env = append(c.filterEnv(cmd.Env), "TMPDIR=/tmp")
+	if c.Workspace != "" {
+		cmd.Env = append(cmd.Env, "HOME="+c.Workspace)
+	}
+	return wrap(c, cmd)
+}
+
+// filterEnv keeps the variables of env whose names [Config.Env] allows.
+func (c Config) filterEnv(env []string) []string {
+	allowed := map[string]bool{}
+	for _, n := range append(append([]string{}, baseEnv...), c.Perms.Env...) {
+		allowed[n] = true
+	}
+	var out []string
+	for _, kv := range env {
+		for i := 0; i < len(kv); i++ {
+			if kv[i] == '=' {
+				if allowed[kv[:i]] {
+					out = append(out, kv)
+				}
+				break
+			}
+		}
+	}
+	return out
+}
