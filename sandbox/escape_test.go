@@ -307,3 +307,29 @@ func pidsCgroup(t *testing.T) bool {
 	}
 	return false
 }
+
+func TestEscapeHidden(t *testing.T) {
+	requireStandard(t)
+	ws := t.TempDir()
+	state := filepath.Join(ws, ".lathe")
+	os.Mkdir(state, 0o700)
+	os.WriteFile(filepath.Join(state, "lathe.db"), []byte("TOPSECRET"), 0o600)
+	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: ws, Hide: []string{".lathe", "fresh"}}
+	for _, script := range []string{
+		"cat .lathe/lathe.db", "echo x > .lathe/lathe.db", "echo x > .lathe/grant", "rm -rf .lathe",
+		"mv .lathe gone", "umount .lathe", "echo x > fresh/planted", "rmdir fresh && mkdir fresh && echo x > fresh/planted",
+	} {
+		out, err := run(t, cfg, script)
+		if err == nil || strings.Contains(out, "TOPSECRET") {
+			t.Errorf("%q: err=%v output:\n%s", script, err, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(state, "lathe.db")); string(b) != "TOPSECRET" {
+		t.Errorf("the state changed: %q", b)
+	}
+	for _, p := range []string{filepath.Join(state, "grant"), filepath.Join(ws, "fresh", "planted"), filepath.Join(ws, "gone")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s exists", p)
+		}
+	}
+}

@@ -249,6 +249,11 @@ func buildRoot(s *spec) error {
 			return fmt.Errorf("remount %s: %w", b.path, err)
 		}
 	}
+	for _, h := range s.Hide {
+		if err := unix.Mount("tmpfs", nr+h, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0500"); err != nil {
+			return fmt.Errorf("hiding %s: %w", h, err)
+		}
+	}
 	for name, target := range map[string]string{
 		"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
 	} {

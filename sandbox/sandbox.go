@@ -153,6 +153,12 @@ type Config struct {
 	Workspace string
 	Limits    Limits
 	Perms     Permissions
+	// Hide lists directories inside the workspace that the process must
+	// neither see nor change, such as lathe's own state directory (the
+	// audit log and the grants). Under [Standard] each is covered by an
+	// empty read-only file system; one that does not exist is created
+	// first, so that the process cannot plant it either.
+	Hide []string
 }
 
 // baseEnv names the variables every sandboxed process receives.

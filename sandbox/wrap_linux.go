@@ -19,6 +19,7 @@ type spec struct {
 	Workspace string   `json:"workspace,omitempty"`
 	Read      []string `json:"read,omitempty"`
 	Write     []string `json:"write,omitempty"`
+	Hide      []string `json:"hide,omitempty"`
 	Network   bool     `json:"network,omitempty"`
 	Landlock  bool     `json:"landlock,omitempty"`
 	Seccomp   bool     `json:"seccomp,omitempty"`
@@ -65,6 +66,19 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 		s.Read, s.Write = existing(c.Perms.Read), existing(c.Perms.Write)
 		if s.Dir == "" {
 			s.Dir = ws
+		}
+		for _, h := range c.Hide {
+			if !filepath.IsAbs(h) {
+				h = filepath.Join(ws, h)
+			}
+			if err := os.MkdirAll(h, 0o700); err != nil {
+				return noop, fmt.Errorf("sandbox: hiding %s: %w", h, err)
+			}
+			real, err := filepath.EvalSymlinks(h)
+			if err != nil {
+				return noop, fmt.Errorf("sandbox: hiding %s: %w", h, err)
+			}
+			s.Hide = append(s.Hide, real)
 		}
 		if !seccompSupported {
 			return noop, fmt.Errorf("sandbox: %w: no seccomp filter for this architecture", ErrUnavailable)

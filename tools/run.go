@@ -27,6 +27,9 @@ type runIn struct {
 func (s *set) runTool() (tool.Tool, error) {
 	cfg := *s.opts.Command
 	cfg.Workspace = s.ws.Dir()
+	// lathe's own state (audit log, grants) is out of a command's reach, as
+	// it is out of the file tools'.
+	cfg.Hide = append(append([]string{}, cfg.Hide...), StateDir)
 	if _, err := sandbox.ParseProfile(string(cfg.Profile)); err != nil {
 		return tool.Tool{}, err
 	}

@@ -54,7 +54,7 @@ func (g *globals) openEngine() (*lathe.Engine, error) {
 			ResolvePath:    w.Resolve,
 		},
 	})
-	std, err := tools.Standard(ws, tools.Options{Describe: e.Lookup})
+	std, err := tools.Standard(ws, tools.Options{Describe: e.Lookup, Command: commandSandbox(cfg, ws)})
 	if err != nil {
 		e.Close()
 		return nil, err

@@ -54,3 +54,14 @@ func sandboxOptions(opts *process.Options, cfg *config.Config, profile config.Sa
 		return s.Wrap(c)
 	}
 }
+
+// commandSandbox is the sandbox of run_command: [tools.run_command]
+// profile, else [sandbox] profile, else standard, with the [sandbox]
+// limits and permissions.
+func commandSandbox(cfg *config.Config, ws string) *sandbox.Config {
+	sc := sandboxConfig(cfg, ws)
+	if t := cfg.Tools["run_command"]; t != nil && t.Profile != "" {
+		sc.Profile = sandbox.Profile(t.Profile)
+	}
+	return &sc
+}
