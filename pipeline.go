@@ -145,9 +145,9 @@ func (e *Engine) execute(ctx context.Context, inv *Invocation) (*tool.Outcome, e
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= timeout {
 		timeout = time.Until(d).Round(time.Millisecond)
 	} else {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
+		dc := withDeadline(ctx, time.Now().Add(timeout))
+		defer dc.release()
+		ctx = dc
 	}
 
 	var out *tool.Outcome
