@@ -25,41 +25,21 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-type textIn struct {
-	Text string `json:"text"`
-}
-
-type messageIn struct {
-	Message string `json:"message"`
-}
-
-type markerIn struct {
-	Marker string `json:"marker"`
-}
-
-type sizeIn struct {
-	Size int `json:"size" jsonschema:"minimum=1"`
-}
-
-type subjectIn struct {
-	Subject string `json:"subject"`
-}
-
 func conformanceTool(name string) (tool.Tool, error) {
 	def := tool.Definition{Name: name, Summary: "The conformance suite's " + name + " tool."}
 	switch name {
 	case runtimetest.Echo:
-		return builtin.Func(def, func(_ context.Context, in textIn) (*tool.Result, error) {
+		return builtin.Func(def, func(_ context.Context, in runtimetest.TextIn) (*tool.Result, error) {
 			r := tool.TextResult(in.Text)
 			r.Structured, _ = jsonObject("text", in.Text)
 			return r, nil
 		})
 	case runtimetest.Fail:
-		return builtin.Func(def, func(_ context.Context, in messageIn) (string, error) {
+		return builtin.Func(def, func(_ context.Context, in runtimetest.MessageIn) (string, error) {
 			return "", errors.New(in.Message)
 		})
 	case runtimetest.Sleep:
-		return builtin.Func(def, func(ctx context.Context, in markerIn) (string, error) {
+		return builtin.Func(def, func(ctx context.Context, in runtimetest.MarkerIn) (string, error) {
 			if err := os.WriteFile(in.Marker, []byte("started\n"), 0o644); err != nil {
 				return "", err
 			}
@@ -67,15 +47,15 @@ func conformanceTool(name string) (tool.Tool, error) {
 			return "", ctx.Err()
 		})
 	case runtimetest.Crash:
-		return builtin.Func(def, func(_ context.Context, in messageIn) (string, error) {
+		return builtin.Func(def, func(_ context.Context, in runtimetest.MessageIn) (string, error) {
 			panic(in.Message)
 		})
 	case runtimetest.Huge:
-		return builtin.Func(def, func(_ context.Context, in sizeIn) (string, error) {
+		return builtin.Func(def, func(_ context.Context, in runtimetest.SizeIn) (string, error) {
 			return strings.Repeat("x", in.Size), nil
 		})
 	case runtimetest.Ask:
-		return builtin.Func(def, func(ctx context.Context, in subjectIn) (string, error) {
+		return builtin.Func(def, func(ctx context.Context, in runtimetest.SubjectIn) (string, error) {
 			a, err := builtin.Ask(ctx, tool.Question{ID: "confirm", Text: "Go ahead with " + in.Subject + "?", Kind: tool.QuestionBoolean})
 			if err != nil {
 				return "", err

@@ -42,42 +42,22 @@ func goTool(dir string) process.Command {
 	return process.Command{Argv: []string{os.Args[0], toolArg}, Dir: dir, Env: []string{"GORACE"}}
 }
 
-type textIn struct {
-	Text string `json:"text"`
-}
-
-type messageIn struct {
-	Message string `json:"message"`
-}
-
-type markerIn struct {
-	Marker string `json:"marker"`
-}
-
-type sizeIn struct {
-	Size int `json:"size" jsonschema:"minimum=1"`
-}
-
-type subjectIn struct {
-	Subject string `json:"subject"`
-}
-
 // sdkTools are the conformance suite's tools, written with the SDK, and a
 // few more for the tests of this file.
 func sdkTools() []sdk.Tool {
 	return []sdk.Tool{
 		sdk.Func(sdk.Definition{Name: runtimetest.Echo, Summary: "Echo the text."},
-			func(_ context.Context, in textIn) (*tool.Result, error) {
+			func(_ context.Context, in runtimetest.TextIn) (*tool.Result, error) {
 				r := tool.TextResult(in.Text)
 				r.Structured, _ = json.Marshal(map[string]string{"text": in.Text})
 				return r, nil
 			}),
 		sdk.Func(sdk.Definition{Name: runtimetest.Fail, Summary: "Fail."},
-			func(_ context.Context, in messageIn) (string, error) {
+			func(_ context.Context, in runtimetest.MessageIn) (string, error) {
 				return "", fmt.Errorf("%s: %w", in.Message, errors.New("the cause"))
 			}),
 		sdk.Func(sdk.Definition{Name: runtimetest.Sleep, Summary: "Wait until stopped."},
-			func(ctx context.Context, in markerIn) (string, error) {
+			func(ctx context.Context, in runtimetest.MarkerIn) (string, error) {
 				f, err := os.OpenFile(in.Marker, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 				if err != nil {
 					return "", err
@@ -88,17 +68,17 @@ func sdkTools() []sdk.Tool {
 				return "", ctx.Err()
 			}),
 		sdk.Func(sdk.Definition{Name: runtimetest.Crash, Summary: "Die."},
-			func(_ context.Context, in messageIn) (string, error) {
+			func(_ context.Context, in runtimetest.MessageIn) (string, error) {
 				fmt.Fprintln(os.Stderr, in.Message)
 				os.Exit(3)
 				return "", nil
 			}),
 		sdk.Func(sdk.Definition{Name: runtimetest.Huge, Summary: "Write a lot."},
-			func(_ context.Context, in sizeIn) (string, error) {
+			func(_ context.Context, in runtimetest.SizeIn) (string, error) {
 				return strings.Repeat("x", in.Size), nil
 			}),
 		sdk.Func(sdk.Definition{Name: runtimetest.Ask, Summary: "Ask first."},
-			func(ctx context.Context, in subjectIn) (string, error) {
+			func(ctx context.Context, in runtimetest.SubjectIn) (string, error) {
 				ok, err := sdk.AskBool(ctx, "confirm", "Go ahead with "+in.Subject+"?")
 				if err != nil {
 					return "", err
