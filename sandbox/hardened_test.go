@@ -1,0 +1,276 @@
+//go:build linux
+
+package sandbox_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lathe-tools/lathe/sandbox"
+)
+
+// requireHardened skips where runsc is not installed, after checking that
+// Wrap refuses the profile there rather than running the command weaker.
+func requireHardened(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("runsc"); err != nil {
+		cleanup, werr := sandbox.Config{Profile: sandbox.Hardened, Workspace: t.TempDir()}.Wrap(exec.Command("/bin/true"))
+		cleanup()
+		if werr == nil {
+			t.Fatal("the hardened profile was accepted without runsc")
+		}
+		t.Skipf("SKIP: gVisor's runsc is not installed, so the hardened profile cannot be tested: %v", werr)
+	}
+}
+
+func hardenedConfig(ws string) sandbox.Config {
+	return sandbox.Config{Profile: sandbox.Hardened, Workspace: ws}
+}
+
+func TestHardenedRuns(t *testing.T) {
+	requireHardened(t)
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "in.txt"), []byte("inside\n"), 0o644)
+	out, err := run(t, hardenedConfig(ws), "cat in.txt; echo dir=$(pwd) home=$HOME tmp=$TMPDIR; echo written > out.txt; echo t > /tmp/t && cat /tmp/t")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"inside", "dir=" + ws, "home=" + ws, "tmp=/tmp", "\nt\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "out.txt")); err != nil || string(b) != "written\n" {
+		t.Errorf("the workspace write is not visible on the host: %q, %v", b, err)
+	}
+	if out, err := run(t, hardenedConfig(ws), "exit 7"); err == nil {
+		t.Errorf("exit 7 succeeded: %s", out)
+	} else if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 7 {
+		t.Errorf("exit 7: %v\n%s", err, out)
+	}
+}
+
+func TestHardenedFiles(t *testing.T) {
+	requireHardened(t)
+	ws, outside := fixture(t)
+	secret := filepath.Join(outside, "secret.txt")
+	cfg := hardenedConfig(ws)
+	for name, script := range map[string]string{
+		"dotdot":       "cat ../outside/secret.txt",
+		"absolute":     "cat " + secret,
+		"link":         "cat link",
+		"dirlink":      "cat dirlink/secret.txt",
+		"shadow":       "cat /etc/shadow",
+		"root":         "cat /root/.bashrc /root/.profile",
+		"write-out":    "echo x > " + filepath.Join(outside, "planted"),
+		"write-etc":    "echo x >> /etc/passwd",
+		"write-usr":    "echo x > /usr/planted",
+		"write-root":   "echo x > /planted",
+		"proc-root":    "cat /proc/1/root" + secret,
+		"proc-environ": "cat /proc/*/environ | grep -a LATHE_TEST_SECRET",
+	} {
+		out, err := run(t, cfg, script)
+		if err == nil || strings.Contains(out, "TOPSECRET") {
+			t.Errorf("%s: %q: err=%v output:\n%s", name, script, err, out)
+		}
+	}
+	// /tmp is the sandbox's own: a write beside the workspace (which
+	// lies under the host's /tmp here) may succeed, but not on the host.
+	run(t, cfg, "echo x > "+filepath.Join(filepath.Dir(outside), "planted"))
+	for _, p := range []string{filepath.Join(outside, "planted"), filepath.Join(filepath.Dir(outside), "planted"), "/usr/planted", "/planted"} {
+		if _, err := os.Lstat(p); err == nil {
+			os.Remove(p)
+			t.Errorf("%s was written", p)
+		}
+	}
+}
+
+func TestHardenedHidden(t *testing.T) {
+	requireHardened(t)
+	ws := t.TempDir()
+	state := filepath.Join(ws, ".lathe")
+	os.Mkdir(state, 0o700)
+	os.WriteFile(filepath.Join(state, "lathe.db"), []byte("TOPSECRET"), 0o600)
+	cfg := hardenedConfig(ws)
+	cfg.Hide = []string{".lathe"}
+	for _, script := range []string{"cat .lathe/lathe.db", "echo x > .lathe/grant", "rm -rf .lathe"} {
+		out, err := run(t, cfg, script)
+		if err == nil || strings.Contains(out, "TOPSECRET") {
+			t.Errorf("%q: err=%v output:\n%s", script, err, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(state, "lathe.db")); string(b) != "TOPSECRET" {
+		t.Errorf("the state changed: %q", b)
+	}
+}
+
+func TestHardenedNetwork(t *testing.T) {
+	requireHardened(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No memory limit: a race-detector binary maps more than the default.
+	cfg := hardenedConfig(t.TempDir())
+	cfg.Perms.Read = []string{filepath.Dir(exe)}
+	cfg.Limits.Memory = -1
+	for _, addr := range []string{l.Addr().String(), "[::1]:80", "1.1.1.1:53", "10.0.0.1:80"} {
+		out, err := runArgv(t, cfg, exe, "connect", addr)
+		if err == nil || !strings.Contains(out, "refused:") {
+			t.Errorf("connect %s: err=%v output:\n%s", addr, err, out)
+		}
+	}
+	cfg.Perms.Network = true
+	if out, err := runArgv(t, cfg, exe, "connect", l.Addr().String()); err != nil || !strings.Contains(out, "connected") {
+		t.Errorf("with the network allowed: err=%v output:\n%s", err, out)
+	}
+}
+
+func TestHardenedEnvironment(t *testing.T) {
+	requireHardened(t)
+	t.Setenv("LATHE_TEST_SECRET", "TOPSECRET")
+	t.Setenv("LATHE_TEST_ALLOWED", "visible")
+	cfg := hardenedConfig(t.TempDir())
+	cfg.Perms.Env = []string{"LATHE_TEST_ALLOWED"}
+	out, err := run(t, cfg, "env; cat /proc/*/environ 2>/dev/null")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if strings.Contains(out, "TOPSECRET") || !strings.Contains(out, "LATHE_TEST_ALLOWED=visible") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+// TestHardenedCancel cancels a run: it ends quickly, and neither the
+// sandbox's processes nor runsc's state are left behind.
+func TestHardenedCancel(t *testing.T) {
+	requireHardened(t)
+	ws := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", "sleep 300 & sleep 300; echo not cancelled")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 5 * time.Second
+	cleanup, err := hardenedConfig(ws).Wrap(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := cmd.Args[len(cmd.Args)-1]
+	stateDir := ""
+	for i, a := range cmd.Args {
+		if a == "--root" && i+1 < len(cmd.Args) {
+			stateDir = cmd.Args[i+1]
+		}
+	}
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("the cancelled run took %v", d)
+	}
+	if err == nil || strings.Contains(string(out), "not cancelled") {
+		t.Errorf("a cancelled run succeeded: %v\n%s", err, out)
+	}
+	cleanup()
+	if stateDir == "" {
+		t.Fatalf("no runsc state directory in %q", cmd.Args)
+	}
+	if _, err := os.Stat(filepath.Dir(stateDir)); err == nil {
+		t.Errorf("the run's directory %s is left behind", filepath.Dir(stateDir))
+	}
+	// Nothing of the run may be left: no runsc process naming its
+	// container, no sleep started inside it.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := leftovers(id)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("left behind: %q", left)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// leftovers returns the command lines of host processes that mention id.
+func leftovers(id string) []string {
+	var left []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		line := strings.ReplaceAll(string(b), "\x00", " ")
+		if strings.Contains(line, id) {
+			left = append(left, line)
+		}
+	}
+	return left
+}
+
+func TestHardenedSignal(t *testing.T) {
+	requireHardened(t)
+	victim := exec.Command("sleep", "60")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { victim.Process.Kill(); victim.Wait() }()
+	pid := victim.Process.Pid
+	out, err := run(t, hardenedConfig(t.TempDir()), "kill -9 "+strconv.Itoa(pid)+"; kill -9 "+strconv.Itoa(os.Getpid())+"; kill -9 -1; true")
+	t.Logf("err=%v output:\n%s", err, out)
+	time.Sleep(50 * time.Millisecond)
+	if err := victim.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the victim is gone: %v", err)
+	}
+}
+
+func TestHardenedMemoryHog(t *testing.T) {
+	requireHardened(t)
+	cfg := hardenedConfig(t.TempDir())
+	cfg.Limits = sandbox.Limits{Memory: 64 << 20, Wall: 20 * time.Second}
+	out, err := run(t, cfg, "perl -e '$x = \"a\" x (1<<30); print \"held\\n\"'")
+	if err == nil || strings.Contains(out, "held") {
+		t.Fatalf("a 1 GiB allocation passed a 64 MiB limit: %v\n%s", err, out)
+	}
+}
+
+func TestHardenedForkBomb(t *testing.T) {
+	requireHardened(t)
+	cfg := hardenedConfig(t.TempDir())
+	cfg.Limits = sandbox.Limits{Processes: 32, Wall: 5 * time.Second}
+	start := time.Now()
+	out, _ := run(t, cfg, "b() { b | b & }; b; sleep 2; echo survived")
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("the fork bomb ran %v", d)
+	}
+	if len(out) > 300 {
+		out = out[len(out)-300:]
+	}
+	// RLIMIT_NPROC binds inside gVisor ("Cannot fork"): the tool is root
+	// of the sandbox without capabilities.
+	t.Logf("ended after %v; output tail: %s", time.Since(start), out)
+}
