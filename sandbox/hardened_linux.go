@@ -112,19 +112,9 @@ func hardened(c Config, cmd *exec.Cmd) (func(), error) {
 	if dir == "" {
 		dir = ws
 	}
-	var hide []string
-	for _, h := range c.Hide {
-		if !filepath.IsAbs(h) {
-			h = filepath.Join(ws, h)
-		}
-		if err := os.MkdirAll(h, 0o700); err != nil {
-			return noop, fmt.Errorf("sandbox: hiding %s: %w", h, err)
-		}
-		real, err := filepath.EvalSymlinks(h)
-		if err != nil {
-			return noop, fmt.Errorf("sandbox: hiding %s: %w", h, err)
-		}
-		hide = append(hide, real)
+	hide, err := c.hidden(ws)
+	if err != nil {
+		return noop, err
 	}
 
 	root, err := os.MkdirTemp("", "lathe-runsc-")

@@ -67,18 +67,8 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 		if s.Dir == "" {
 			s.Dir = ws
 		}
-		for _, h := range c.Hide {
-			if !filepath.IsAbs(h) {
-				h = filepath.Join(ws, h)
-			}
-			if err := os.MkdirAll(h, 0o700); err != nil {
-				return noop, fmt.Errorf("sandbox: hiding %s: %w", h, err)
-			}
-			real, err := filepath.EvalSymlinks(h)
-			if err != nil {
-				return noop, fmt.Errorf("sandbox: hiding %s: %w", h, err)
-			}
-			s.Hide = append(s.Hide, real)
+		if s.Hide, err = c.hidden(ws); err != nil {
+			return noop, err
 		}
 		if !seccompSupported {
 			return noop, fmt.Errorf("sandbox: %w: no seccomp filter for this architecture", ErrUnavailable)
@@ -128,4 +118,25 @@ func existing(paths []string) []string {
 		}
 	}
 	return out
+}
+
+// hidden returns the directories of c.Hide as real paths, relative ones
+// taken from the workspace ws. Each is created if it is missing, so that a
+// sandboxed command cannot plant one of its own where it would be hidden.
+func (c Config) hidden(ws string) ([]string, error) {
+	var hide []string
+	for _, h := range c.Hide {
+		if !filepath.IsAbs(h) {
+			h = filepath.Join(ws, h)
+		}
+		if err := os.MkdirAll(h, 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox: hiding %s: %w", h, err)
+		}
+		real, err := filepath.EvalSymlinks(h)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: hiding %s: %w", h, err)
+		}
+		hide = append(hide, real)
+	}
+	return hide, nil
 }
