@@ -180,20 +180,7 @@ func TestEscapeFiles(t *testing.T) {
 
 func TestEscapeNetwork(t *testing.T) {
 	requireStandard(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	l := listenLoopback(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -332,4 +319,26 @@ func TestEscapeHidden(t *testing.T) {
 			t.Errorf("%s exists", p)
 		}
 	}
+}
+
+// listenLoopback listens on a loopback port of the host, accepting and
+// closing connections until the test ends: the target the network tests try
+// to reach from inside a sandbox.
+func listenLoopback(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return l
 }

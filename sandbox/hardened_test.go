@@ -4,7 +4,6 @@ package sandbox_test
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,20 +113,7 @@ func TestHardenedHidden(t *testing.T) {
 
 func TestHardenedNetwork(t *testing.T) {
 	requireHardened(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	l := listenLoopback(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
