@@ -176,6 +176,7 @@ func (l *localLoader) tool(name string, t *config.Tool) error {
 	}
 	def := tool.Definition{Name: name, Source: "local", Runtime: rtName}
 	opts := process.Options{Options: t.Options}
+	sandboxOptions(&opts, l.cfg, t.Profile, cmd)
 	switch {
 	case t.Parameters != nil:
 		for _, n := range names {
@@ -193,14 +194,13 @@ func (l *localLoader) tool(name string, t *config.Tool) error {
 		}
 		def.InputSchema = config.ParamsSchema(params)
 	default:
-		s, err := l.describeOne(name, t, cmd)
+		s, err := l.describeOne(name, t, cmd, &opts)
 		if err != nil {
 			return err
 		}
 		fill(&def, s)
 		opts.Tool = s.Name
 	}
-	sandboxOptions(&opts, l.cfg, t.Profile, cmd)
 	rt, err := process.New(cmd, opts)
 	if err != nil {
 		return fail("%v", err)
@@ -208,10 +208,11 @@ func (l *localLoader) tool(name string, t *config.Tool) error {
 	return l.add(tool.Tool{Definition: def, Runtime: rt, Timeout: t.Timeout}, t.Pos)
 }
 
-// describeOne asks the command of [tools.NAME] for its schema and picks the
-// tool: the one named NAME, or the only one.
-func (l *localLoader) describeOne(name string, t *config.Tool, cmd process.Command) (protocol.ToolSchema, error) {
-	schemas, err := l.describe(cmd, t.Options, t.Timeout)
+// describeOne asks the command of [tools.NAME] for its schema, with the
+// options of its calls, and picks the tool: the one named NAME, or the only
+// one.
+func (l *localLoader) describeOne(name string, t *config.Tool, cmd process.Command, opts *process.Options) (protocol.ToolSchema, error) {
+	schemas, err := l.describe(cmd, opts, t.Timeout)
 	if err != nil {
 		return protocol.ToolSchema{}, &config.Error{Pos: t.Pos, Msg: fmt.Sprintf(
 			"[tools.%s] %s; declare the tool's parameters ([tools.%s.parameters.NAME] tables, or parameters = {} for none), or update the tool",
@@ -242,13 +243,16 @@ func describeError(argv []string, err error) string {
 	return fmt.Sprintf("cannot ask %s for its schema: %v", prog, err)
 }
 
-func (l *localLoader) describe(cmd process.Command, options map[string]any, timeout time.Duration) ([]protocol.ToolSchema, error) {
+// describe asks cmd for its schema through the cache. opts are those of
+// the calls, sandbox included, so that the binary runs no less confined
+// while it describes itself.
+func (l *localLoader) describe(cmd process.Command, opts *process.Options, timeout time.Duration) ([]protocol.ToolSchema, error) {
 	if timeout <= 0 || timeout > describeTimeout {
 		timeout = describeTimeout
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return l.cache.Describe(ctx, cmd, options)
+	return l.cache.Describe(ctx, cmd, opts)
 }
 
 // fill copies what a binary says of a tool into its definition.
@@ -270,7 +274,12 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 		return fail("%v", err)
 	}
 	cmd := process.Command{Argv: s.Command, Dir: l.ws, Env: s.Env}
-	schemas, err := l.describe(cmd, s.Options, s.Timeout)
+	// The binary describes itself under the [sandbox] profile: a
+	// [toolsets.NAME] table has no profile of its own, and the [tools.NAME]
+	// profile of each of its tools applies to that tool's calls only.
+	discover := process.Options{Options: s.Options}
+	sandboxOptions(&discover, l.cfg, "", cmd)
+	schemas, err := l.describe(cmd, &discover, s.Timeout)
 	if err != nil {
 		return fail("%s; update it, or define its tools one by one with [tools.NAME] tables and their parameters",
 			describeError(s.Command, err))

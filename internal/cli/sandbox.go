@@ -29,8 +29,10 @@ func sandboxConfig(cfg *config.Config, ws string) sandbox.Config {
 }
 
 // sandboxOptions sets the sandbox of a process tool: profile, else the
-// [sandbox] profile. A process tool with neither runs as before, a host
-// process with a minimal environment; the configuration opts in.
+// [sandbox] profile. The same options serve the tool's calls and its
+// discovery (process.Describe), so that whenever the binary runs it is
+// confined alike. A process tool with neither profile runs as before, a
+// host process with a minimal environment; the configuration opts in.
 func sandboxOptions(opts *process.Options, cfg *config.Config, profile config.SandboxProfile, cmd process.Command) {
 	if profile == "" {
 		profile = cfg.Sandbox.Profile

@@ -40,9 +40,14 @@ func DefaultCacheDir() string {
 }
 
 // Describe runs cmd with the schema action and returns the definitions of
-// the tools it holds. options are passed in the request's context. A binary
-// that does not answer gives an error matching [ErrNoSchema].
-func Describe(ctx context.Context, cmd Command, options map[string]any) ([]protocol.ToolSchema, error) {
+// the tools it holds. It runs the binary as a [Runtime] made with opts runs
+// a call: opts.Options go in the request's context, and its Sandbox,
+// MaxOutputBytes, GracePeriod and Logger apply, so that a binary whose
+// calls are confined is confined while it describes itself too. A Sandbox
+// error fails discovery: the binary never runs unconfined. opts.Tool is
+// not used, and nil opts are the zero [Options]. A binary that does not
+// answer gives an error matching [ErrNoSchema].
+func Describe(ctx context.Context, cmd Command, opts *Options) ([]protocol.ToolSchema, error) {
 	if cmd.Shell {
 		return nil, errors.New("a shell command cannot describe itself; declare its parameters")
 	}
@@ -51,7 +56,12 @@ func Describe(ctx context.Context, cmd Command, options map[string]any) ([]proto
 	} else if len(t.names) > 0 {
 		return nil, fmt.Errorf("a command with placeholders (%s) cannot describe itself; declare its parameters", "{"+strings.Join(t.names, "}, {")+"}")
 	}
-	r, err := New(cmd, Options{Options: options})
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Tool = ""
+	r, err := New(cmd, o)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +69,7 @@ func Describe(ctx context.Context, cmd Command, options map[string]any) ([]proto
 	def := &tool.Definition{Name: "schema"}
 	req, err := protocol.NewRequest(&protocol.Request{
 		Action:  protocol.ActionSchema,
-		Context: protocol.Context{Root: cmd.Dir, Options: options},
+		Context: protocol.Context{Root: cmd.Dir, Options: o.Options},
 	})
 	if err != nil {
 		return nil, err
@@ -115,11 +125,17 @@ type cacheFile struct {
 	Tools []protocol.ToolSchema `json:"tools"`
 }
 
-// Describe is [Describe] through the cache.
-func (c *Cache) Describe(ctx context.Context, cmd Command, options map[string]any) ([]protocol.ToolSchema, error) {
+// Describe is [Describe] through the cache. The entry is keyed by the
+// command and opts.Options, not by the sandbox: an answer found in the
+// cache runs nothing, so it needs none.
+func (c *Cache) Describe(ctx context.Context, cmd Command, opts *Options) ([]protocol.ToolSchema, error) {
+	var options map[string]any
+	if opts != nil {
+		options = opts.Options
+	}
 	id, key, ok := cacheKey(cmd, options)
 	if !ok {
-		return Describe(ctx, cmd, options)
+		return Describe(ctx, cmd, opts)
 	}
 	c.mu.Lock()
 	tools, hit := c.mem[key]
@@ -131,7 +147,7 @@ func (c *Cache) Describe(ctx context.Context, cmd Command, options map[string]an
 		c.remember(key, tools)
 		return tools, nil
 	}
-	tools, err := Describe(ctx, cmd, options)
+	tools, err := Describe(ctx, cmd, opts)
 	if err != nil {
 		return nil, err
 	}

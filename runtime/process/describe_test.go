@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,7 +51,7 @@ func TestCache(t *testing.T) {
 		t.Errorf("a second cache on the same directory: the tool was asked %d times, want 1", n)
 	}
 	// Another workspace, or other options, is another entry.
-	process.NewCache(cacheDir).Describe(context.Background(), cmd, map[string]any{"x": 1})
+	process.NewCache(cacheDir).Describe(context.Background(), cmd, &process.Options{Options: map[string]any{"x": 1}})
 	if n := asked(); n != 2 {
 		t.Errorf("other options: the tool was asked %d times, want 2", n)
 	}
@@ -95,5 +96,72 @@ func TestDescribeErrors(t *testing.T) {
 	_, err = process.Describe(context.Background(), process.Command{Argv: []string{"echo", "{x}"}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "placeholders") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestDescribeSandbox checks that discovery runs under the Sandbox of the
+// options, as a call does: the hook sees the command and may rewrite it,
+// and a hook that fails stops the binary from running at all.
+func TestDescribeSandbox(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "tool.sh")
+	const tool = `#!/bin/sh
+echo asked >> asked.log
+echo '{"tools":[{"name":"a","summary":"'"$BOXED"'"}]}'
+`
+	if err := os.WriteFile(script, []byte(tool), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := process.Command{Argv: []string{script}, Dir: dir}
+	asked := func() int {
+		b, _ := os.ReadFile(filepath.Join(dir, "asked.log"))
+		return strings.Count(string(b), "asked")
+	}
+	var wrapped, cleaned int
+	box := &process.Options{Sandbox: func(c *exec.Cmd) (func(), error) {
+		wrapped++
+		if c.Path != script {
+			t.Errorf("the sandbox was given %s, want %s", c.Path, script)
+		}
+		c.Env = append(c.Env, "BOXED=yes")
+		return func() { cleaned++ }, nil
+	}}
+	tools, err := process.Describe(context.Background(), cmd, box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools) != 1 || tools[0].Summary != "yes" {
+		t.Errorf("tools = %+v, want the summary the sandboxed command saw", tools)
+	}
+	if wrapped != 1 || cleaned != 1 {
+		t.Errorf("the sandbox wrapped %d commands and cleaned up %d, want 1 and 1", wrapped, cleaned)
+	}
+
+	errBox := errors.New("no sandbox here")
+	failing := &process.Options{Sandbox: func(*exec.Cmd) (func(), error) { return nil, errBox }}
+	cache := process.NewCache(t.TempDir())
+	before := asked()
+	for _, describe := range []func() error{
+		func() error { _, err := process.Describe(context.Background(), cmd, failing); return err },
+		func() error { _, err := cache.Describe(context.Background(), cmd, failing); return err },
+	} {
+		if err := describe(); !errors.Is(err, errBox) {
+			t.Errorf("err = %v, want the sandbox's error", err)
+		}
+	}
+	if n := asked() - before; n != 0 {
+		t.Errorf("with a failing sandbox the tool ran %d times, want never", n)
+	}
+
+	// A failure is not cached; an answer is, and a cached answer runs
+	// nothing, so it needs no sandbox.
+	if tools, err := cache.Describe(context.Background(), cmd, box); err != nil || len(tools) != 1 {
+		t.Fatalf("after a failure: %+v, %v", tools, err)
+	}
+	if tools, err := cache.Describe(context.Background(), cmd, failing); err != nil || tools[0].Summary != "yes" {
+		t.Errorf("from the cache: %+v, %v", tools, err)
+	}
+	if wrapped != 2 {
+		t.Errorf("the sandbox wrapped %d commands, want 2", wrapped)
 	}
 }

@@ -27,7 +27,8 @@
 // ([Options].MaxOutputBytes): past the cap the group is killed and the call
 // fails. Standard error is for logs; its tail goes into failures.
 //
-// [Describe] and [Cache] ask a binary for the definitions of its tools.
+// [Describe] and [Cache] ask a binary for the definitions of its tools,
+// with the same [Options], sandbox included, as its calls.
 package process
 
 import (
@@ -119,6 +120,7 @@ type Options struct {
 	// starts and may rewrite it to run isolated; the function it returns
 	// runs once the process is gone. Pass a sandbox.Config's Wrap method.
 	// A Sandbox error fails the call: the command never runs unconfined.
+	// [Describe] given the same Options confines discovery alike.
 	Sandbox func(cmd *exec.Cmd) (cleanup func(), err error)
 	// Logger receives the tail of each call's standard error, at debug level
 	// (warn when the call failed). Nil discards it.
