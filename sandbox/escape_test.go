@@ -285,10 +285,10 @@ func TestHardenedNeverDowngrades(t *testing.T) {
 
 // pidsCgroup reports whether a run gets a pids cgroup here.
 func pidsCgroup(t *testing.T) bool {
-	procs, cleanup := sandbox.NewCgroup(sandbox.Limits{Processes: 8})
+	files, cleanup := sandbox.NewCgroup(sandbox.Limits{Processes: 8})
 	defer cleanup()
-	for _, p := range procs {
-		if _, err := os.Stat(filepath.Join(filepath.Dir(p), "pids.max")); err == nil {
+	for _, f := range files {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(f), "pids.max")); err == nil {
 			return true
 		}
 	}

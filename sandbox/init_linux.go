@@ -3,113 +3,44 @@ package sandbox
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
-	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// init turns the process into the sandbox's init when it was started by
-// [Config.Wrap]; otherwise it does nothing.
+// templateArg0 is the argv[0] by which the re-executed binary knows it is
+// to build a sandbox template: the namespaces and the root file system
+// that every run of one shape joins (template.go).
+const templateArg0 = "lathe-sandbox-template"
+
+// init turns the process into a template's builder when it was started by
+// newTemplate; otherwise it does nothing. The builder is PID 1 of a new
+// PID namespace, in new user, mount and (with the network off) network
+// namespaces. It builds the root, says so on standard output, and waits
+// for standard input to close: lathe opens its namespaces in between.
 func init() {
-	if len(os.Args) < 3 || os.Args[0] != initArg0 {
+	if len(os.Args) != 2 || os.Args[0] != templateArg0 {
 		return
 	}
-	// Landlock, seccomp and no_new_privs are attributes of a thread; the
-	// program is executed from the thread they were applied to.
-	runtime.LockOSThread()
-	var s spec
+	var s shape
 	if err := json.Unmarshal([]byte(os.Args[1]), &s); err != nil {
 		fail(err)
 	}
-	// Everything execve needs is allocated before the limits: under
-	// RLIMIT_AS this process may not be able to map another page.
-	path, err := syscall.BytePtrFromString(s.Path)
-	if err != nil {
+	if err := buildRoot(&s); err != nil {
 		fail(err)
 	}
-	argv, err := syscall.SlicePtrFromStrings(os.Args[2:])
-	if err != nil {
-		fail(err)
-	}
-	envv, err := syscall.SlicePtrFromStrings(os.Environ())
-	if err != nil {
-		fail(err)
-	}
-	if err := setup(&s); err != nil {
-		fail(err)
-	}
-	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(path)),
-		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
-	fail(fmt.Errorf("exec %s: %w", s.Path, errno))
+	os.Stdout.WriteString("ok\n")
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
 }
 
 func fail(err error) {
 	fmt.Fprintf(os.Stderr, "lathe sandbox: %v\n", err)
 	os.Exit(126)
-}
-
-func setup(s *spec) error {
-	for _, p := range s.Cgroups {
-		if err := os.WriteFile(p, []byte("0"), 0); err != nil {
-			return fmt.Errorf("joining cgroup: %w", err)
-		}
-	}
-	if s.NewRoot {
-		if err := buildRoot(s); err != nil {
-			return err
-		}
-	}
-	if s.Dir != "" {
-		if err := os.Chdir(s.Dir); err != nil {
-			return err
-		}
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
-	}
-	if s.Landlock {
-		if err := landlock(s); err != nil {
-			return err
-		}
-	}
-	if s.Seccomp {
-		if err := seccomp(); err != nil {
-			return err
-		}
-	}
-	return rlimits(s)
-}
-
-func rlimits(s *spec) error {
-	set := func(r int, v uint64) error {
-		return unix.Setrlimit(r, &unix.Rlimit{Cur: v, Max: v})
-	}
-	if s.Processes > 0 {
-		// Only counted for users other than the host's root; the pids
-		// cgroup covers the rest.
-		if err := set(unix.RLIMIT_NPROC, uint64(s.Processes)); err != nil {
-			return fmt.Errorf("rlimit nproc: %w", err)
-		}
-	}
-	if s.CPU > 0 {
-		if err := set(unix.RLIMIT_CPU, uint64(s.CPU)); err != nil {
-			return fmt.Errorf("rlimit cpu: %w", err)
-		}
-	}
-	set(unix.RLIMIT_CORE, 0)
-	if s.Memory > 0 {
-		// Last: from here on this process may not map more memory.
-		if err := set(unix.RLIMIT_AS, uint64(s.Memory)); err != nil {
-			return fmt.Errorf("rlimit as: %w", err)
-		}
-	}
-	return nil
 }
 
 // bind is one path of the new root, taken from the host.
@@ -123,10 +54,13 @@ type bind struct {
 
 // buildRoot makes a new root file system of a tmpfs holding the system
 // paths (read-only), the workspace and the write paths (read-write), the
-// read paths (read-only), a private /tmp, a minimal /dev and a /proc of the
-// new PID namespace, and pivots into it. The host's tree is then gone from
-// the process's view: what is not listed does not exist.
-func buildRoot(s *spec) error {
+// read paths (read-only), an empty /tmp, a minimal read-only /dev and a
+// /proc, and pivots into it. The host's tree is then gone from the
+// process's view: what is not listed does not exist. Each run mounts its
+// own /tmp and /proc over the template's; the template's /proc, of a PID
+// namespace that ends with the builder, is what lets a run in a user
+// namespace mount proc at all (the kernel wants one fully visible already).
+func buildRoot(s *shape) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("private mounts: %w", err)
 	}
@@ -196,9 +130,6 @@ func buildRoot(s *spec) error {
 			return err
 		}
 	}
-	if err := unix.Mount("tmpfs", nr+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=256m"); err != nil {
-		return fmt.Errorf("/tmp: %w", err)
-	}
 	if err := unix.Mount("tmpfs", nr+"/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
 		return fmt.Errorf("/dev: %w", err)
 	}
@@ -260,6 +191,10 @@ func buildRoot(s *spec) error {
 		if err := os.Symlink(target, nr+"/dev/"+name); err != nil {
 			return err
 		}
+	}
+	// Runs share the template's /dev: nothing may be created in it.
+	if err := unix.Mount("", nr+"/dev", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("read-only /dev: %w", err)
 	}
 	if err := unix.Mount("proc", nr+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("/proc: %w", err)

@@ -22,12 +22,16 @@
 // with [ErrUnavailable] where it is missing; it never falls back to a weaker
 // profile.
 //
-// The set-up inside the namespaces is done by a small init: Wrap makes the
-// command re-execute the current binary, whose package initialisation (this
-// package's init function) recognises the request, builds the sandbox and
-// then executes the real program. Any binary that imports this package,
-// a test binary included, can therefore sandbox commands. The project's
-// docs/design/sandbox.md explains the choice.
+// The set-up is done by a small init written in C: Wrap makes the command
+// re-execute the current binary under a name the init recognises, and the
+// init, a constructor that runs before Go's runtime starts, builds the
+// sandbox and executes the real program. Any binary that imports this
+// package and is built with cgo, a test binary included, can therefore
+// sandbox commands; without cgo only [Hardened] is available. Under
+// [Standard] each run joins namespaces that lathe builds once per shape of
+// sandbox (the same workspace, paths and network) and gets new mount, PID,
+// IPC and UTS namespaces of its own. The project's docs/design/sandbox.md
+// explains the choices.
 package sandbox
 
 import (

@@ -1,47 +1,76 @@
 package sandbox
 
 import (
-	"fmt"
+	"encoding/hex"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// seccomp installs the deny-list: system calls a tool has no business
+// nsFlags are the clone flags that make namespaces. Inside the sandbox a
+// clone with any of them fails: a new user namespace would give the
+// process back the capabilities the init dropped.
+const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER |
+	unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME
+
+// seccompProgram is the deny-list: system calls a tool has no business
 // making, most of them ways to reach the kernel's less-guarded surface or
-// to undo the rest of the sandbox, fail with EPERM. Everything else is
-// allowed; a deny-list keeps ordinary programs working, at the price of
-// letting through what it does not name (docs/security.md).
-func seccomp() error {
+// to undo the rest of the sandbox, fail with EPERM, and so does a clone
+// that asks for new namespaces. clone3, whose flags the filter cannot read
+// (they are in memory), fails with ENOSYS, which C libraries and Go answer
+// by using clone. Everything else is allowed; a deny-list keeps ordinary
+// programs working, at the price of letting through what it does not name
+// (docs/security.md).
+func seccompProgram() []unix.SockFilter {
 	const (
-		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		ret = unix.BPF_RET | unix.BPF_K
+		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+		ret  = unix.BPF_RET | unix.BPF_K
+		// Offsets in struct seccomp_data.
+		offNr   = 0
+		offArch = 4
+		offArg0 = 16 // the low 32 bits on a little-endian machine
 	)
 	deny := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
 	prog := []unix.SockFilter{
-		// seccomp_data.arch: a foreign architecture's numbers mean other
-		// calls, so such calls are refused outright.
-		{Code: ld, K: 4},
+		// A foreign architecture's numbers mean other calls, so such calls
+		// are refused outright.
+		{Code: ld, K: offArch},
 		{Code: jeq, Jt: 1, Jf: 0, K: auditArch},
 		{Code: ret, K: unix.SECCOMP_RET_KILL_PROCESS},
-		// seccomp_data.nr
-		{Code: ld, K: 0},
+		{Code: ld, K: offNr},
 	}
 	if x32Bit != 0 {
 		prog = append(prog,
 			unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, Jt: 0, Jf: 1, K: x32Bit},
 			unix.SockFilter{Code: ret, K: deny})
 	}
-	for _, nr := range deniedSyscalls {
-		prog = append(prog,
-			unix.SockFilter{Code: jeq, Jt: 0, Jf: 1, K: uint32(nr)},
-			unix.SockFilter{Code: ret, K: deny})
+	prog = append(prog,
+		unix.SockFilter{Code: jeq, Jt: 0, Jf: 1, K: unix.SYS_CLONE3},
+		unix.SockFilter{Code: ret, K: uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS))},
+		unix.SockFilter{Code: jeq, Jt: 0, Jf: 4, K: unix.SYS_CLONE},
+		unix.SockFilter{Code: ld, K: offArg0},
+		unix.SockFilter{Code: jset, Jt: 0, Jf: 1, K: nsFlags},
+		unix.SockFilter{Code: ret, K: deny},
+		unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW},
+	)
+	// One comparison per denied call, each jumping to the one denial at
+	// the end: the kernel compiles the program on every run, so its
+	// length is paid for each time.
+	n := len(deniedSyscalls)
+	for i, nr := range deniedSyscalls {
+		prog = append(prog, unix.SockFilter{Code: jeq, Jt: uint8(n - i), Jf: 0, K: uint32(nr)})
 	}
-	prog = append(prog, unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW})
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
-		return fmt.Errorf("seccomp: %w", errno)
-	}
-	return nil
+	return append(prog,
+		unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW},
+		unix.SockFilter{Code: ret, K: deny})
 }
+
+// seccompArg is the program as the init takes it, in hex.
+var seccompArg = sync.OnceValue(func() string {
+	prog := seccompProgram()
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&prog[0])), len(prog)*int(unsafe.Sizeof(prog[0])))
+	return hex.EncodeToString(b)
+})

@@ -1,40 +1,34 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // initArg0 is the argv[0] by which the re-executed binary knows it is to
-// act as the sandbox's init.
+// act as the sandbox's init (init_linux.c).
 const initArg0 = "lathe-sandbox-init"
 
-// spec is what the init needs; it travels as argv[1], in JSON.
-type spec struct {
-	NewRoot   bool     `json:"new_root,omitempty"`
-	Workspace string   `json:"workspace,omitempty"`
-	Read      []string `json:"read,omitempty"`
-	Write     []string `json:"write,omitempty"`
-	Hide      []string `json:"hide,omitempty"`
-	Network   bool     `json:"network,omitempty"`
-	Landlock  bool     `json:"landlock,omitempty"`
-	Seccomp   bool     `json:"seccomp,omitempty"`
-	Cgroups   []string `json:"cgroups,omitempty"` // cgroup.procs files to join
-	Memory    int64    `json:"memory,omitempty"`
-	CPU       int64    `json:"cpu,omitempty"` // seconds
-	Processes int      `json:"processes,omitempty"`
-	Dir       string   `json:"dir,omitempty"`
-	Path      string   `json:"path"`
-}
+// unshareFlags are the namespaces each standard run gets of its own, inside
+// its template's user namespace.
+const unshareFlags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 
 func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 	noop := func() {}
 	if c.Profile == Hardened {
 		return hardened(c, cmd)
+	}
+	if !haveInit {
+		return noop, fmt.Errorf("sandbox: %w: the %s profile needs lathe built with cgo (its init is C)", ErrUnavailable, c.Profile)
 	}
 	path := cmd.Path
 	if filepath.Base(path) == path {
@@ -44,67 +38,135 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 		}
 		path = lp
 	}
-	s := spec{Path: path, Dir: cmd.Dir, Memory: c.Limits.Memory, Processes: c.Limits.Processes}
-	if c.Limits.CPU > 0 {
-		s.CPU = int64((c.Limits.CPU + 999_999_999) / 1_000_000_000)
-	}
 	attr := cmd.SysProcAttr
 	if attr == nil {
 		attr = &syscall.SysProcAttr{}
 	}
+	args := []string{initArg0}
 	cleanup := noop
 	if c.Profile == Standard {
 		if c.Workspace == "" {
 			return noop, fmt.Errorf("sandbox: the %s profile needs a workspace", c.Profile)
 		}
+		if !seccompSupported {
+			return noop, fmt.Errorf("sandbox: %w: no seccomp filter for this architecture", ErrUnavailable)
+		}
 		ws, err := filepath.EvalSymlinks(c.Workspace)
 		if err != nil {
 			return noop, fmt.Errorf("sandbox: workspace: %w", err)
 		}
-		s.NewRoot, s.Landlock, s.Seccomp = true, true, true
-		s.Workspace, s.Network = ws, c.Perms.Network
-		s.Read, s.Write = existing(c.Perms.Read), existing(c.Perms.Write)
-		if s.Dir == "" {
-			s.Dir = ws
-		}
-		if s.Hide, err = c.hidden(ws); err != nil {
+		sh := shape{Workspace: ws, Network: c.Perms.Network,
+			Read: existing(c.Perms.Read), Write: existing(c.Perms.Write)}
+		if sh.Hide, err = c.hidden(ws); err != nil {
 			return noop, err
 		}
-		if !seccompSupported {
-			return noop, fmt.Errorf("sandbox: %w: no seccomp filter for this architecture", ErrUnavailable)
+		t, err := acquire(sh)
+		if err != nil {
+			return noop, err
 		}
-		attr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
-			syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
-		if !c.Perms.Network {
-			attr.Cloneflags |= syscall.CLONE_NEWNET
+		procs, removeCgroups := newCgroup(c.Limits)
+		cleanup = func() {
+			removeCgroups()
+			t.release()
 		}
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
-		attr.GidMappingsEnableSetgroups = false
-		// The init is PID 1 of its namespace: when it is gone, the kernel
-		// kills everything left in the namespace. Pdeathsig ties the init to
-		// the thread that started it, should lathe die first.
+		for _, p := range procs {
+			args = append(args, "cgroup", p)
+		}
+		for i := range t.ns {
+			args = append(args, "setns", strconv.Itoa(3+len(cmd.ExtraFiles)+i))
+		}
+		cmd.ExtraFiles = append(cmd.ExtraFiles, t.ns...)
+		dir := cmd.Dir
+		if dir == "" {
+			dir = ws
+		}
+		args = append(args, "unshare", strconv.Itoa(unshareFlags), "proc", "/proc")
+		// The run's own /tmp covers what the template put under /tmp;
+		// the init moves copies of those mounts back on top of it.
+		under := underTmp(sh)
+		for _, p := range under {
+			args = append(args, "keep", p)
+		}
+		args = append(args, "tmpfs", "/tmp")
+		for _, p := range under {
+			args = append(args, "rebind", p)
+		}
+		args = append(args, "dir", dir, "dropcaps", "1")
+		args = append(args, t.static...)
+		// The init changes directory itself, once its root is in place.
+		cmd.Dir = ""
+		// The init, and PID 1 of the run with it, goes if lathe does.
 		attr.Pdeathsig = syscall.SIGKILL
-		var procs []string
-		procs, cleanup = newCgroup(c.Limits)
-		s.Cgroups = procs
 		// PID 1 ignores signals it has no handler for, so a polite SIGTERM
 		// would only delay the end; the whole namespace goes with SIGKILL.
 		if cmd.Cancel != nil {
 			cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGKILL) }
 		}
 	}
-	js, err := json.Marshal(s)
-	if err != nil {
-		cleanup()
-		return noop, err
-	}
+	args = append(args, rlimitArgs(c.Limits)...)
+	args = append(args, "path", path, "--")
 	cmd.SysProcAttr = attr
-	cmd.Args = append([]string{initArg0, string(js)}, cmd.Args...)
+	cmd.Args = append(args, cmd.Args...)
 	cmd.Path = "/proc/self/exe"
-	// The init changes directory itself, once its root is in place.
-	cmd.Dir = ""
 	return cleanup, nil
+}
+
+// underTmp returns the paths of s at or under /tmp that no other such path
+// contains.
+func underTmp(s shape) []string {
+	var all []string
+	for _, group := range [][]string{{s.Workspace}, s.Read, s.Write, s.Hide} {
+		for _, p := range group {
+			if within(p, "/tmp") {
+				all = append(all, p)
+			}
+		}
+	}
+	var out []string
+	for _, p := range all {
+		inner := false
+		for _, q := range all {
+			if q != p && within(p, q) {
+				inner = true
+				break
+			}
+		}
+		if !inner && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// within reports whether path p is dir or inside it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// staticArgs are the init's steps that every run of a template shares.
+func staticArgs(s shape) []string {
+	return append(landlockArgs(s), "seccomp", seccompArg())
+}
+
+// rlimitArgs are the init's limits, the address-space limit last: from
+// there on the init may not be able to map another page.
+func rlimitArgs(l Limits) []string {
+	var args []string
+	set := func(res int, v uint64) {
+		args = append(args, "rlimit", strconv.Itoa(res)+" "+strconv.FormatUint(v, 10))
+	}
+	if l.Processes > 0 {
+		// Counted per user namespace; the pids cgroup bounds each run.
+		set(unix.RLIMIT_NPROC, uint64(l.Processes))
+	}
+	if l.CPU > 0 {
+		set(unix.RLIMIT_CPU, uint64((l.CPU+time.Second-1)/time.Second))
+	}
+	set(unix.RLIMIT_CORE, 0)
+	if l.Memory > 0 {
+		set(unix.RLIMIT_AS, uint64(l.Memory))
+	}
+	return args
 }
 
 // existing returns the absolute, link-free forms of the paths that exist.

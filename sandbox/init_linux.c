@@ -1,0 +1,381 @@
+//go:build linux && cgo
+
+// The sandbox's init. A C constructor, it runs when the dynamic loader
+// starts the binary, before Go's runtime: a process started by Config.Wrap
+// with argv[0] "lathe-sandbox-init" sets up its sandbox here and executes
+// the tool without ever starting Go. That saves Go's start-up on every
+// sandboxed call, and it leaves the process single-threaded, which joining
+// a user namespace (setns) requires.
+//
+// The init is deliberately simple: lathe works out everything (which
+// namespaces to join, the Landlock rules, the seccomp program, the limits)
+// and passes it as key/value arguments; the init carries them out in a
+// fixed order and fails closed, with exit status 126, on any error.
+//
+//	argv[0]  "lathe-sandbox-init"
+//	argv[1…] key value pairs, then "--", then the tool's argv
+//
+// Keys, in the order they are carried out:
+//
+//	cgroup FILE    write 0 to FILE (a cgroup.procs file): join the cgroup
+//	setns FD       join the namespace open as FD (the user namespace first)
+//	unshare FLAGS  unshare(2) with FLAGS; with CLONE_NEWPID the init forks,
+//	               waits for the child (PID 1 of the new namespace) and
+//	               exits as it does
+//	keep PATH      take a copy of the mounts at PATH (open_tree)
+//	tmpfs PATH     mount a fresh tmpfs on PATH
+//	rebind PATH    put the next kept copy back at PATH, which the tmpfs
+//	               covered (a workspace under /tmp)
+//	proc PATH      mount the PID namespace's proc on PATH
+//	dir PATH       change directory
+//	dropcaps 1     drop every capability, for good
+//	               (no_new_privs is always set after this step)
+//	landlock "FS NET SCOPED SIZE FILEMASK"
+//	               a Landlock ruleset (ruleset attribute and its size, and
+//	               the rights that apply to files rather than directories)
+//	allow "MASK:PATH"
+//	               a Landlock rule
+//	restrict 1     restrict the process to the ruleset
+//	seccomp HEX    a seccomp program, struct sock_filter in hex
+//	rlimit "RES VALUE"
+//	               setrlimit, soft and hard
+//	path FILE      the program to execute
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <linux/securebits.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#ifndef __NR_open_tree
+#define __NR_open_tree 428
+#define __NR_move_mount 429
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+
+#ifndef __NR_landlock_create_ruleset
+#define __NR_landlock_create_ruleset 444
+#define __NR_landlock_add_rule 445
+#define __NR_landlock_restrict_self 446
+#endif
+
+struct lathe_ll_attr {
+	uint64_t fs, net, scoped;
+};
+
+struct lathe_ll_path {
+	uint64_t allowed;
+	int32_t fd;
+} __attribute__((packed));
+
+static void lathe_die(const char *what, const char *arg) {
+	int e = errno;
+	if (arg)
+		fprintf(stderr, "lathe sandbox: %s %s: %s\n", what, arg, strerror(e));
+	else
+		fprintf(stderr, "lathe sandbox: %s: %s\n", what, strerror(e));
+	_exit(126);
+}
+
+static void lathe_bad(const char *what, const char *arg) {
+	fprintf(stderr, "lathe sandbox: bad init argument %s %s\n", what, arg ? arg : "");
+	_exit(126);
+}
+
+static unsigned long long lathe_num(const char *key, const char *s) {
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end)
+		lathe_bad(key, s);
+	return v;
+}
+
+static pid_t lathe_child;
+
+static void lathe_forward(int sig) {
+	if (lathe_child > 0)
+		kill(lathe_child, sig);
+}
+
+// lathe_wait is the init's part once it has forked PID 1 of the new PID
+// namespace: pass signals on, wait, and end as the child ended.
+static void lathe_wait(pid_t child) {
+	lathe_child = child;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = lathe_forward;
+	int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		sigaction(sigs[i], &sa, NULL);
+	int st;
+	for (;;) {
+		pid_t p = waitpid(child, &st, 0);
+		if (p == child)
+			break;
+		if (p < 0 && errno != EINTR)
+			lathe_die("waiting for the tool", NULL);
+	}
+	if (WIFEXITED(st))
+		_exit(WEXITSTATUS(st));
+	int sig = WTERMSIG(st);
+	signal(sig, SIG_DFL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	kill(getpid(), sig);
+	_exit(128 + sig);
+}
+
+static void lathe_dropcaps(void) {
+	for (int c = 0; c < 64; c++) {
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break;
+			lathe_die("dropping capabilities", NULL);
+		}
+	}
+	// Root in the namespace gains no capabilities at execve either.
+	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+	                                 SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED, 0, 0, 0) < 0)
+		lathe_die("securebits", NULL);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		lathe_die("ambient capabilities", NULL);
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+	memset(d, 0, sizeof d);
+	if (syscall(SYS_capset, &h, d) < 0)
+		lathe_die("capset", NULL);
+}
+
+// lathe_mountpoint makes an empty directory, or file, at path and the
+// directories above it, in the fresh tmpfs.
+static void lathe_mountpoint(char *path, int dir) {
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			lathe_die("mkdir", path);
+		*p = '/';
+	}
+	if (dir) {
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			lathe_die("mkdir", path);
+		return;
+	}
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		lathe_die("creating", path);
+	close(fd);
+}
+
+static int lathe_hex(char c) {
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+static void lathe_seccomp(const char *hex) {
+	size_t n = strlen(hex);
+	if (n == 0 || n % (2 * sizeof(struct sock_filter)))
+		lathe_bad("seccomp", "(length)");
+	unsigned char *buf = malloc(n / 2);
+	if (!buf)
+		lathe_die("seccomp", NULL);
+	for (size_t i = 0; i < n / 2; i++) {
+		int hi = lathe_hex(hex[2 * i]), lo = lathe_hex(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			lathe_bad("seccomp", "(digits)");
+		buf[i] = (unsigned char)(hi << 4 | lo);
+	}
+	struct sock_fprog prog = {(unsigned short)(n / 2 / sizeof(struct sock_filter)), (struct sock_filter *)buf};
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		lathe_die("seccomp", NULL);
+	free(buf);
+}
+
+__attribute__((constructor)) static void lathe_sandbox_init(int argc, char **argv, char **envp) {
+	if (argc < 2 || strcmp(argv[0], "lathe-sandbox-init") != 0)
+		return;
+	// Arguments are carried out in order; the keys come in the order of
+	// the steps, which lathe guarantees.
+	const char *path = NULL;
+	char **tool = NULL;
+	int ruleset = -1;
+	uint64_t filemask = 0;
+	int pidns = 0;
+	int kept[16], nkept = 0, nrebound = 0;
+	for (int i = 1; i < argc; i += 2) {
+		const char *k = argv[i];
+		if (strcmp(k, "--") == 0) {
+			tool = argv + i + 1;
+			break;
+		}
+		if (i + 1 >= argc)
+			lathe_bad(k, NULL);
+		const char *v = argv[i + 1];
+		if (strcmp(k, "cgroup") == 0) {
+			int fd = open(v, O_WRONLY | O_CLOEXEC);
+			if (fd < 0 || write(fd, "0", 1) != 1)
+				lathe_die("joining cgroup", v);
+			close(fd);
+		} else if (strcmp(k, "setns") == 0) {
+			int fd = (int)lathe_num(k, v);
+			if (setns(fd, 0) < 0)
+				lathe_die("joining namespace", v);
+			close(fd);
+		} else if (strcmp(k, "unshare") == 0) {
+			int flags = (int)lathe_num(k, v);
+			if (unshare(flags) < 0)
+				lathe_die("unshare", v);
+			if (flags & CLONE_NEWPID) {
+				// PID 1 of the namespace is the child. It learns of the
+				// init's death from its parent-death signal, and of a death
+				// before that signal was set from the pipe closing.
+				int p[2];
+				if (pipe2(p, O_CLOEXEC) < 0)
+					lathe_die("pipe", NULL);
+				pid_t c = fork();
+				if (c < 0)
+					lathe_die("fork", NULL);
+				if (c > 0) {
+					close(p[0]);
+					lathe_wait(c);
+				}
+				close(p[1]);
+				if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+					lathe_die("parent-death signal", NULL);
+				struct pollfd pf = {p[0], POLLIN, 0};
+				if (poll(&pf, 1, 0) != 0)
+					_exit(126);
+				close(p[0]);
+				pidns = 1;
+			}
+		} else if (strcmp(k, "keep") == 0) {
+			if (nkept == (int)(sizeof kept / sizeof kept[0]))
+				lathe_bad(k, "(too many)");
+			int fd = (int)syscall(__NR_open_tree, AT_FDCWD, v, OPEN_TREE_CLONE | AT_RECURSIVE | O_CLOEXEC);
+			if (fd < 0)
+				lathe_die("keeping", v);
+			kept[nkept++] = fd;
+		} else if (strcmp(k, "rebind") == 0) {
+			if (nrebound == nkept)
+				lathe_bad(k, v);
+			int fd = kept[nrebound++];
+			struct stat st;
+			if (fstat(fd, &st) < 0)
+				lathe_die("rebinding", v);
+			char *p = strdup(v);
+			if (!p)
+				lathe_die("rebinding", v);
+			if (strcmp(p, "/tmp") != 0)
+				lathe_mountpoint(p, S_ISDIR(st.st_mode));
+			if (syscall(__NR_move_mount, fd, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+				lathe_die("rebinding", v);
+			free(p);
+			close(fd);
+		} else if (strcmp(k, "tmpfs") == 0) {
+			if (mount("tmpfs", v, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m") < 0)
+				lathe_die("mounting tmpfs on", v);
+		} else if (strcmp(k, "proc") == 0) {
+			if (!pidns)
+				lathe_bad(k, "(without a PID namespace)");
+			if (mount("proc", v, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+				lathe_die("mounting proc on", v);
+		} else if (strcmp(k, "dir") == 0) {
+			if (chdir(v) < 0)
+				lathe_die("chdir", v);
+		} else if (strcmp(k, "dropcaps") == 0) {
+			lathe_dropcaps();
+		} else if (strcmp(k, "landlock") == 0) {
+			struct lathe_ll_attr a;
+			unsigned long long size;
+			if (sscanf(v, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %llu %" SCNu64, &a.fs, &a.net, &a.scoped, &size, &filemask) != 5 ||
+			    size > sizeof a)
+				lathe_bad(k, v);
+			if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+				lathe_die("no_new_privs", NULL);
+			ruleset = (int)syscall(__NR_landlock_create_ruleset, &a, (size_t)size, 0);
+			if (ruleset < 0)
+				lathe_die("landlock ruleset", NULL);
+		} else if (strcmp(k, "allow") == 0) {
+			char *end;
+			uint64_t mask = strtoull(v, &end, 10);
+			if (ruleset < 0 || *end != ':')
+				lathe_bad(k, v);
+			const char *p = end + 1;
+			int fd = open(p, O_PATH | O_CLOEXEC);
+			if (fd < 0) {
+				if (errno == ENOENT)
+					continue;
+				lathe_die("landlock path", p);
+			}
+			struct stat st;
+			if (fstat(fd, &st) < 0)
+				lathe_die("landlock path", p);
+			if (!S_ISDIR(st.st_mode))
+				mask &= filemask;
+			struct lathe_ll_path r = {mask, fd};
+			if (syscall(__NR_landlock_add_rule, ruleset, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &r, 0) < 0)
+				lathe_die("landlock rule", p);
+			close(fd);
+		} else if (strcmp(k, "restrict") == 0) {
+			if (ruleset < 0)
+				lathe_bad(k, "(without a ruleset)");
+			if (syscall(__NR_landlock_restrict_self, ruleset, 0) < 0)
+				lathe_die("landlock restrict", NULL);
+			close(ruleset);
+			ruleset = -1;
+		} else if (strcmp(k, "seccomp") == 0) {
+			if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+				lathe_die("no_new_privs", NULL);
+			lathe_seccomp(v);
+		} else if (strcmp(k, "rlimit") == 0) {
+			unsigned int res;
+			unsigned long long val;
+			if (sscanf(v, "%u %llu", &res, &val) != 2)
+				lathe_bad(k, v);
+			struct rlimit rl = {val, val};
+			if (setrlimit(res, &rl) < 0)
+				lathe_die("setrlimit", v);
+		} else if (strcmp(k, "path") == 0) {
+			path = v;
+		} else {
+			lathe_bad(k, v);
+		}
+	}
+	if (!path || !tool || !tool[0])
+		lathe_bad("path", "(missing program)");
+	if (ruleset >= 0)
+		lathe_bad("landlock", "(ruleset never applied)");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		lathe_die("no_new_privs", NULL);
+	execve(path, tool, envp);
+	lathe_die("exec", path);
+}
