@@ -84,15 +84,25 @@ func putCgroup(s *cgroupSet) {
 			break
 		}
 	}
-	if empty {
-		idleCgroups.Lock()
-		if len(idleCgroups.sets) < maxIdleCgroups {
-			idleCgroups.sets = append(idleCgroups.sets, s)
-			idleCgroups.Unlock()
-			return
-		}
-		idleCgroups.Unlock()
+	if !empty {
+		s.remove()
+		return
 	}
+	// The newest set stays; the oldest makes room for it.
+	idleCgroups.Lock()
+	idleCgroups.sets = append(idleCgroups.sets, s)
+	var old *cgroupSet
+	if len(idleCgroups.sets) > maxIdleCgroups {
+		old = idleCgroups.sets[0]
+		idleCgroups.sets = idleCgroups.sets[1:]
+	}
+	idleCgroups.Unlock()
+	if old != nil {
+		old.remove()
+	}
+}
+
+func (s *cgroupSet) remove() {
 	for _, d := range s.dirs {
 		removeCgroup(d)
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,19 +37,37 @@ func TestMain(m *testing.M) {
 
 // requireStandard skips where the kernel cannot provide the standard
 // profile at all (no unprivileged user namespaces, say), after checking
-// that Wrap says so rather than running the command unconfined.
+// that Wrap says so rather than running the command unconfined. The check
+// is made once per test binary.
 func requireStandard(t *testing.T) {
 	t.Helper()
-	cleanup, err := sandbox.Config{Workspace: t.TempDir()}.Wrap(exec.Command("/bin/true"))
-	cleanup()
-	if errors.Is(err, sandbox.ErrUnavailable) {
-		t.Skipf("the standard profile is not available here: %v", err)
-	}
-	out, err := run(t, sandbox.Config{Workspace: t.TempDir()}, "echo ok")
-	if err != nil || strings.TrimSpace(out) != "ok" {
-		t.Skipf("the standard profile cannot run on this kernel: %v: %s", err, out)
+	standardOnce.Do(func() {
+		ws, err := os.MkdirTemp("", "lathe-standard")
+		if err != nil {
+			standardSkip = err.Error()
+			return
+		}
+		defer os.RemoveAll(ws)
+		cleanup, err := sandbox.Config{Workspace: ws}.Wrap(exec.Command("/bin/true"))
+		cleanup()
+		if errors.Is(err, sandbox.ErrUnavailable) {
+			standardSkip = fmt.Sprintf("the standard profile is not available here: %v", err)
+			return
+		}
+		out, err := run(t, sandbox.Config{Workspace: ws}, "echo ok")
+		if err != nil || strings.TrimSpace(out) != "ok" {
+			standardSkip = fmt.Sprintf("the standard profile cannot run on this kernel: %v: %s", err, out)
+		}
+	})
+	if standardSkip != "" {
+		t.Skip(standardSkip)
 	}
 }
+
+var (
+	standardOnce sync.Once
+	standardSkip string
+)
 
 // run runs script with /bin/sh under cfg and returns its combined output.
 func run(t *testing.T, cfg sandbox.Config, script string) (string, error) {

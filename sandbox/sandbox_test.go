@@ -31,7 +31,9 @@ func TestWrapEnv(t *testing.T) {
 	cmd.Env = []string{"KEEP=1", "SECRET=2", "HOME=/root", "TMPDIR=/var/tmp", "PATH=/bin", "NOEQUALS"}
 	cleanup, err := c.Wrap(cmd)
 	defer cleanup()
-	if err != nil {
+	// Without cgo the dev profile is unavailable, but the environment is
+	// filtered all the same.
+	if err != nil && !(errors.Is(err, ErrUnavailable) && !haveInit) {
 		t.Fatal(err)
 	}
 	want := []string{"KEEP=1", "PATH=/bin", "TMPDIR=/tmp", "HOME=/ws"}

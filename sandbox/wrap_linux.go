@@ -27,6 +27,9 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 	if c.Profile == Hardened {
 		return hardened(c, cmd)
 	}
+	if c.Profile == Standard && c.Workspace == "" {
+		return noop, fmt.Errorf("sandbox: the %s profile needs a workspace", c.Profile)
+	}
 	if !haveInit {
 		return noop, fmt.Errorf("sandbox: %w: the %s profile needs lathe built with cgo (its init is C)", ErrUnavailable, c.Profile)
 	}
@@ -45,9 +48,6 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 	args := []string{initArg0}
 	cleanup := noop
 	if c.Profile == Standard {
-		if c.Workspace == "" {
-			return noop, fmt.Errorf("sandbox: the %s profile needs a workspace", c.Profile)
-		}
 		if !seccompSupported {
 			return noop, fmt.Errorf("sandbox: %w: no seccomp filter for this architecture", ErrUnavailable)
 		}

@@ -1,0 +1,178 @@
+//go:build linux && amd64
+
+package sandbox_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lathe-tools/lathe/sandbox"
+)
+
+// TestEscapeNamespaces checks that a run can neither make namespaces of its
+// own, which would give it back capabilities, nor use the capabilities of
+// the namespaces it is in.
+func TestEscapeNamespaces(t *testing.T) {
+	requireStandard(t)
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("perl is needed to make raw system calls")
+	}
+	cfg := sandbox.Config{Workspace: t.TempDir()}
+	cases := []struct {
+		name, script, want string
+	}{
+		// clone(CLONE_NEWUSER|SIGCHLD): refused by seccomp.
+		{"clone new user", `perl -e '$r = syscall(56, 0x10000011, 0, 0, 0, 0); print "$r $!\n"'`, "-1 Operation not permitted"},
+		// clone(CLONE_NEWNET|SIGCHLD)
+		{"clone new net", `perl -e '$r = syscall(56, 0x40000011, 0, 0, 0, 0); print "$r $!\n"'`, "-1 Operation not permitted"},
+		// clone3 cannot be inspected, so it is not there at all.
+		{"clone3", `perl -e '$r = syscall(435, 0, 0); print "$r $!\n"'`, "-1 Function not implemented"},
+		{"unshare", `perl -e '$r = syscall(272, 0x10000000); print "$r $!\n"'`, "-1 Operation not permitted"},
+		// A plain fork still works.
+		{"fork", `sh -c 'echo child'`, "child"},
+		{"capabilities", `grep -E '^Cap(Prm|Eff|Bnd|Amb)' /proc/self/status | tr -s '\t' ' '`,
+			"CapPrm: 0000000000000000\nCapEff: 0000000000000000\nCapBnd: 0000000000000000\nCapAmb: 0000000000000000"},
+		// Root of the namespace gains nothing by executing a program.
+		{"capabilities after exec", `sh -c "grep ^CapEff /proc/self/status" | tr -s '\t' ' '`, "CapEff: 0000000000000000"},
+		{"mount", `mount -t tmpfs none /tmp 2>/dev/null && echo mounted || echo refused`, "refused"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := run(t, cfg, c.script)
+			if strings.TrimSpace(out) != c.want {
+				t.Errorf("got %q (%v), want %q", strings.TrimSpace(out), err, c.want)
+			}
+		})
+	}
+}
+
+// TestRunsShareTemplate checks what runs of one shape share (the network
+// namespace, built once) and what each has of its own (PID, mount and IPC
+// namespaces, /tmp). The runs overlap, so that no namespace's number can be
+// reused by the kernel between them.
+func TestRunsShareTemplate(t *testing.T) {
+	requireStandard(t)
+	cfg := sandbox.Config{Workspace: t.TempDir()}
+	script := `readlink /proc/self/ns/net /proc/self/ns/pid /proc/self/ns/mnt /proc/self/ns/ipc; ` +
+		`cat /tmp/mine 2>/dev/null; echo here > /tmp/mine; sleep 0.5`
+	outs := make([][]string, 3)
+	var wg sync.WaitGroup
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := run(t, cfg, script)
+			if err != nil {
+				t.Errorf("%v: %s", err, out)
+			}
+			outs[i] = strings.Fields(out)
+		}()
+	}
+	wg.Wait()
+	for _, o := range outs {
+		if len(o) != 4 {
+			t.Fatalf("want four namespaces and no file left in /tmp by another run, got %q", outs)
+		}
+	}
+	for i, n := range []string{"network", "PID", "mount", "IPC"} {
+		seen := map[string]bool{}
+		for _, o := range outs {
+			seen[o[i]] = true
+		}
+		if i == 0 && len(seen) != 1 {
+			t.Errorf("runs of one shape are in different network namespaces: %v", seen)
+		}
+		if i > 0 && len(seen) != len(outs) {
+			t.Errorf("runs share a %s namespace: %v", n, seen)
+		}
+	}
+	// Another shape has another network namespace.
+	other, err := run(t, sandbox.Config{Workspace: t.TempDir()}, "readlink /proc/self/ns/net")
+	if err != nil || strings.TrimSpace(other) == outs[0][0] {
+		t.Errorf("another workspace shares the network namespace %s: %v", other, err)
+	}
+}
+
+// TestConcurrentRuns runs many commands of one shape at once; each must
+// see its own /tmp and nothing of the others'.
+func TestConcurrentRuns(t *testing.T) {
+	requireStandard(t)
+	cfg := sandbox.Config{Workspace: t.TempDir()}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 3 {
+				name := fmt.Sprintf("f%d-%d", i, j)
+				out, err := run(t, cfg, "touch /tmp/"+name+" && ls /tmp | grep ^f")
+				if err != nil || strings.TrimSpace(out) != name {
+					t.Errorf("run %s: /tmp holds %q (%v), want only its own file", name, out, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestWorkspaceReplaced checks that a workspace removed and made again is
+// the one a run sees, not the old directory its namespaces were built with.
+func TestWorkspaceReplaced(t *testing.T) {
+	requireStandard(t)
+	ws := filepath.Join(t.TempDir(), "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sandbox.Config{Workspace: ws}
+	if out, err := run(t, cfg, "echo old > f && cat f"); err != nil || strings.TrimSpace(out) != "old" {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if err := os.RemoveAll(ws); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "f"), []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, cfg, "cat f && echo written > g")
+	if err != nil || strings.TrimSpace(out) != "new" {
+		t.Fatalf("the run saw %q (%v), want the new workspace's file", out, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "g")); err != nil || string(b) != "written\n" {
+		t.Errorf("a file written in the run is not in the new workspace: %q, %v", b, err)
+	}
+}
+
+// TestCgroupReused checks that a run after another, with the same limits,
+// takes the group the first left empty, and that its limit still holds.
+func TestCgroupReused(t *testing.T) {
+	requireStandard(t)
+	if !pidsCgroup(t) {
+		t.Skip("no pids cgroup here")
+	}
+	cfg := sandbox.Config{Workspace: t.TempDir(), Limits: sandbox.Limits{Processes: 9}}
+	script := `grep pids /proc/self/cgroup; cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || true`
+	first, err := run(t, cfg, script)
+	if err != nil {
+		t.Fatalf("%v: %s", err, first)
+	}
+	second, err := run(t, cfg, script)
+	if err != nil {
+		t.Fatalf("%v: %s", err, second)
+	}
+	if first != second || !strings.Contains(first, "lathe-") {
+		t.Errorf("the second run is in another group:\n%s\n%s", first, second)
+	}
+	// The reused group still stops a run at its limit.
+	out, _ := run(t, cfg, `i=0; while [ $i -lt 20 ]; do sleep 2 >/dev/null 2>&1 & i=$((i+1)); done 2>&1 | head -c 200`)
+	if !strings.Contains(out, "fork") && !strings.Contains(out, "Resource") {
+		t.Errorf("20 processes started under a limit of 9 in a reused group: %s", out)
+	}
+}
