@@ -41,6 +41,25 @@
 //	               setrlimit, soft and hard
 //	path FILE      the program to execute
 
+// The same constructor builds a template (template_linux.go) when argv[0] is
+// "lathe-sandbox-template": it is started by lathe in new user, mount, PID
+// and (with the network off) network namespaces, carries out these steps,
+// writes "ok" to standard output and waits for standard input to close,
+// while lathe opens its namespaces.
+//
+//	private 1       make every mount private
+//	open PATH       open PATH on the host (O_PATH), for a later bind
+//	newroot DIR     mount the new root, a small tmpfs, on DIR, with empty
+//	                tmp, dev (a tmpfs) and proc directories
+//	bind MODE:PATH  bind the next opened path at PATH in the new root,
+//	                MODE "ro" or "rw", nosuid, keeping the host's flags
+//	symlink TARGET  then "at PATH": a symbolic link in the new root
+//	hide PATH       cover PATH with an empty read-only tmpfs
+//	dev 1           the /dev/fd and std* links; /dev made read-only
+//	proc 1          mount proc (of the builder's PID namespace)
+//	pivot 1         pivot_root into the new root, detach the old one, and
+//	                make the new root read-only
+
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -61,6 +80,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -220,7 +241,153 @@ static void lathe_seccomp(const char *hex) {
 	free(buf);
 }
 
+// lathe_at returns root followed by path, in memory of its own.
+static char *lathe_at(const char *root, const char *path) {
+	size_t n = strlen(root) + strlen(path) + 1;
+	char *s = malloc(n);
+	if (!s)
+		lathe_die("memory", NULL);
+	snprintf(s, n, "%s%s", root, path);
+	return s;
+}
+
+// lathe_remount makes the bind mount at target read-only or not, nosuid,
+// keeping the flags the host's mount carries: in a user namespace they are
+// locked, and a remount without them fails.
+static void lathe_remount(const char *target, int rw) {
+	unsigned long flags = MS_BIND | MS_REMOUNT | MS_NOSUID;
+	if (!rw)
+		flags |= MS_RDONLY;
+	struct statfs st;
+	if (statfs(target, &st) == 0) {
+		if (st.f_flags & ST_NODEV)
+			flags |= MS_NODEV;
+		if (st.f_flags & ST_NOEXEC)
+			flags |= MS_NOEXEC;
+		if (st.f_flags & ST_RDONLY)
+			flags |= MS_RDONLY;
+		if (st.f_flags & ST_NOATIME)
+			flags |= MS_NOATIME;
+		if (st.f_flags & ST_RELATIME)
+			flags |= MS_RELATIME;
+		if (st.f_flags & ST_NODIRATIME)
+			flags |= MS_NODIRATIME;
+	}
+	if (mount("", target, NULL, flags, NULL) < 0)
+		lathe_die("remounting", target);
+}
+
+static void lathe_template(int argc, char **argv) {
+	const char *root = NULL;
+	int fds[256], nfds = 0, nbound = 0;
+	const char *target = NULL;
+	for (int i = 1; i < argc; i += 2) {
+		const char *k = argv[i];
+		if (i + 1 >= argc)
+			lathe_bad(k, NULL);
+		const char *v = argv[i + 1];
+		if (strcmp(k, "private") == 0) {
+			if (mount("", "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+				lathe_die("private mounts", NULL);
+		} else if (strcmp(k, "open") == 0) {
+			if (nfds == (int)(sizeof fds / sizeof fds[0]))
+				lathe_bad(k, "(too many)");
+			int fd = open(v, O_PATH | O_CLOEXEC);
+			if (fd < 0)
+				lathe_die("opening", v);
+			fds[nfds++] = fd;
+		} else if (strcmp(k, "newroot") == 0) {
+			root = v;
+			if (mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k") < 0)
+				lathe_die("mounting the new root on", root);
+			const char *dirs[] = {"/tmp", "/dev", "/proc"};
+			for (int d = 0; d < 3; d++) {
+				char *p = lathe_at(root, dirs[d]);
+				if (mkdir(p, 0755) < 0)
+					lathe_die("mkdir", p);
+				free(p);
+			}
+			char *dev = lathe_at(root, "/dev");
+			if (mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+				lathe_die("mounting", dev);
+			free(dev);
+		} else if (!root) {
+			lathe_bad(k, "(before newroot)");
+		} else if (strcmp(k, "bind") == 0) {
+			if (nbound == nfds || strlen(v) < 4 || v[2] != ':')
+				lathe_bad(k, v);
+			int rw = strncmp(v, "rw", 2) == 0, fd = fds[nbound++];
+			char *t = lathe_at(root, v + 3);
+			struct stat st;
+			if (fstat(fd, &st) < 0)
+				lathe_die("stat", v + 3);
+			lathe_mountpoint(t, S_ISDIR(st.st_mode));
+			char src[64];
+			snprintf(src, sizeof src, "/proc/self/fd/%d", fd);
+			if (mount(src, t, NULL, MS_BIND | MS_REC, NULL) < 0)
+				lathe_die("binding", v + 3);
+			close(fd);
+			lathe_remount(t, rw);
+			free(t);
+		} else if (strcmp(k, "symlink") == 0) {
+			target = v;
+		} else if (strcmp(k, "at") == 0) {
+			char *t = lathe_at(root, v);
+			if (!target || symlink(target, t) < 0)
+				lathe_die("symlink", t);
+			free(t);
+			target = NULL;
+		} else if (strcmp(k, "hide") == 0) {
+			char *t = lathe_at(root, v);
+			if (mount("tmpfs", t, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0500") < 0)
+				lathe_die("hiding", v);
+			free(t);
+		} else if (strcmp(k, "dev") == 0) {
+			const char *links[][2] = {{"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"},
+			                          {"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"}};
+			for (int l = 0; l < 4; l++) {
+				char *t = lathe_at(root, links[l][1]);
+				if (symlink(links[l][0], t) < 0)
+					lathe_die("symlink", t);
+				free(t);
+			}
+			// Runs share the template's /dev: nothing may be created in it.
+			char *dev = lathe_at(root, "/dev");
+			if (mount("", dev, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) < 0)
+				lathe_die("read-only", dev);
+			free(dev);
+		} else if (strcmp(k, "proc") == 0) {
+			char *t = lathe_at(root, "/proc");
+			if (mount("proc", t, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+				lathe_die("mounting proc on", t);
+			free(t);
+		} else if (strcmp(k, "pivot") == 0) {
+			if (chdir(root) < 0)
+				lathe_die("chdir", root);
+			if (syscall(SYS_pivot_root, ".", ".") < 0)
+				lathe_die("pivot_root", NULL);
+			if (umount2(".", MNT_DETACH) < 0)
+				lathe_die("detaching the old root", NULL);
+			if (chdir("/") < 0)
+				lathe_die("chdir", "/");
+			// Nothing can be created beside the listed paths.
+			if (mount("", "/", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+				lathe_die("read-only root", NULL);
+		} else {
+			lathe_bad(k, v);
+		}
+	}
+	if (write(1, "ok\n", 3) != 3)
+		lathe_die("reporting", NULL);
+	char buf[64];
+	while (read(0, buf, sizeof buf) > 0)
+		;
+	_exit(0);
+}
+
 __attribute__((constructor)) static void lathe_sandbox_init(int argc, char **argv, char **envp) {
+	if (argc >= 1 && strcmp(argv[0], "lathe-sandbox-template") == 0)
+		lathe_template(argc, argv);
 	if (argc < 2 || strcmp(argv[0], "lathe-sandbox-init") != 0)
 		return;
 	// Arguments are carried out in order; the keys come in the order of

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -208,15 +210,20 @@ func touch(k string) {
 	templates.order = append(templates.order, k)
 }
 
-// build starts the template's builder (init_linux.go), waits for its root,
-// and keeps its namespaces.
+// templateArg0 is the argv[0] by which the re-executed binary knows it is
+// to build a template (init_linux.c).
+const templateArg0 = "lathe-sandbox-template"
+
+// build starts the template's builder (init_linux.c) in new user, mount,
+// PID and (with the network off) network namespaces, waits for it to build
+// the root, and keeps its namespaces.
 func (t *template) build() error {
 	t.stamps = stampsOf(t.shape)
-	js, err := json.Marshal(t.shape)
+	args, err := templateArgs(t.shape)
 	if err != nil {
 		return err
 	}
-	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{templateArg0, string(js)}, Env: []string{}}
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: args, Env: []string{}}
 	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID)
 	if !t.shape.Network {
 		flags |= syscall.CLONE_NEWNET
@@ -264,4 +271,75 @@ func (t *template) build() error {
 	}
 	t.static = staticArgs(t.shape)
 	return nil
+}
+
+// templateArgs returns the builder's steps for s: a root file system of a
+// tmpfs holding the system paths (read-only), the workspace and the write
+// paths (read-write), the read paths (read-only), an empty /tmp, a minimal
+// read-only /dev and a /proc; the hidden directories covered; and the pivot
+// into it. The host's tree is then gone from the process's view: what is
+// not listed does not exist. Each run mounts its own /tmp and /proc over
+// the template's; the template's /proc, of a PID namespace that ends with
+// the builder, is what lets a run in a user namespace mount proc at all
+// (the kernel wants one fully visible already).
+func templateArgs(s shape) ([]string, error) {
+	type bind struct {
+		path, link string
+		rw         bool
+	}
+	var binds []bind
+	add := func(p string, rw bool) {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return // a system path this machine lacks
+		}
+		if fi.Mode()&os.ModeSymlink != 0 && !rw && filepath.Dir(p) == "/" {
+			if t, err := os.Readlink(p); err == nil {
+				binds = append(binds, bind{path: p, link: t})
+				return
+			}
+		}
+		binds = append(binds, bind{path: p, rw: rw})
+	}
+	for _, p := range SystemPaths {
+		add(p, false)
+	}
+	for _, p := range s.Read {
+		add(p, false)
+	}
+	for _, p := range s.Write {
+		add(p, true)
+	}
+	add(s.Workspace, true)
+	for _, p := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"} {
+		add(p, true)
+	}
+	// Shallower paths first, so that a path inside another is mounted on
+	// top of it.
+	sort.SliceStable(binds, func(i, j int) bool {
+		return strings.Count(binds[i].path, "/") < strings.Count(binds[j].path, "/")
+	})
+	args := []string{templateArg0, "private", "1"}
+	// Every path is opened before the new root covers /tmp of this mount
+	// namespace, so a workspace under /tmp is still reachable.
+	for _, b := range binds {
+		if b.link == "" {
+			args = append(args, "open", b.path)
+		}
+	}
+	args = append(args, "newroot", "/tmp")
+	for _, b := range binds {
+		switch {
+		case b.link != "":
+			args = append(args, "symlink", b.link, "at", b.path)
+		case b.rw:
+			args = append(args, "bind", "rw:"+b.path)
+		default:
+			args = append(args, "bind", "ro:"+b.path)
+		}
+	}
+	for _, h := range s.Hide {
+		args = append(args, "hide", h)
+	}
+	return append(args, "dev", "1", "proc", "1", "pivot", "1"), nil
 }
