@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/hex"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -56,17 +57,73 @@ func seccompProgram() []unix.SockFilter {
 		unix.SockFilter{Code: ret, K: deny},
 		unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW},
 	)
-	// One comparison per denied call, each jumping to the one denial at
-	// the end: the kernel compiles the program on every run, so its
-	// length is paid for each time.
-	n := len(deniedSyscalls)
-	for i, nr := range deniedSyscalls {
-		prog = append(prog, unix.SockFilter{Code: jeq, Jt: uint8(n - i), Jf: 0, K: uint32(nr)})
+	// The denied calls are found by a binary search over their numbers:
+	// the kernel compiles the program, and runs it for every system call
+	// number to build its cache, on every run, so the program's length is
+	// paid for each time.
+	nrs := slices.Clone(deniedSyscalls)
+	slices.Sort(nrs)
+	nrs = slices.Compact(nrs)
+	var body []branch
+	var search func(nrs []int)
+	search = func(nrs []int) {
+		if len(nrs) <= 4 {
+			for _, nr := range nrs {
+				body = append(body, branch{f: unix.SockFilter{Code: jeq, K: uint32(nr)}, jt: toDeny, jf: toNext})
+			}
+			body = append(body, branch{f: unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JA}, jt: toAllow})
+			return
+		}
+		mid := len(nrs) / 2
+		at := len(body)
+		body = append(body, branch{f: unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, K: uint32(nrs[mid])}, jf: toNext})
+		search(nrs[:mid])
+		body[at].jt = len(body) // the upper half starts here
+		search(nrs[mid:])
+	}
+	search(nrs)
+	allow, denyAt := len(body), len(body)+1
+	for i, b := range body {
+		target := func(t int) uint32 {
+			switch t {
+			case toNext:
+				t = i + 1
+			case toAllow:
+				t = allow
+			case toDeny:
+				t = denyAt
+			}
+			return uint32(t - i - 1)
+		}
+		f := b.f
+		if f.Code == unix.BPF_JMP|unix.BPF_JA {
+			f.K = target(b.jt)
+		} else {
+			jt, jf := target(b.jt), target(b.jf)
+			if jt > 255 || jf > 255 {
+				panic("sandbox: seccomp program too long for its jumps")
+			}
+			f.Jt, f.Jf = uint8(jt), uint8(jf)
+		}
+		prog = append(prog, f)
 	}
 	return append(prog,
 		unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW},
 		unix.SockFilter{Code: ret, K: deny})
 }
+
+// branch is an instruction of the search whose jump targets are indexes
+// in the search's code or one of the to* marks.
+type branch struct {
+	f      unix.SockFilter
+	jt, jf int
+}
+
+const (
+	toNext  = -1
+	toAllow = -2
+	toDeny  = -3
+)
 
 // seccompArg is the program as the init takes it, in hex.
 var seccompArg = sync.OnceValue(func() string {
