@@ -385,23 +385,66 @@ static void lathe_template(int argc, char **argv) {
 	_exit(0);
 }
 
+// lathe_run is the state of a run's init, kept outside the stack so that
+// the child that goes on with the steps can take it over.
+struct lathe_run {
+	int argc;
+	char **argv, **envp;
+	int next; // the index of the next step
+	const char *path;
+	char **tool;
+	int ruleset;
+	uint64_t filemask;
+	int pidns;
+	int kept[16], nkept, nrebound;
+	int alive; // read end of the pipe that tells the child its parent lives
+};
+
+static void lathe_steps(struct lathe_run *r);
+
+// lathe_pid1 is PID 1 of the new PID namespace, started by clone with the
+// init's memory (CLONE_VM | CLONE_VFORK: no page tables to copy, the init
+// waiting until this execs). It learns of the init's death from its
+// parent-death signal, and of a death before that signal was set from the
+// pipe closing; then it goes on with the steps.
+static int lathe_pid1(void *arg) {
+	struct lathe_run *r = arg;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		lathe_die("parent-death signal", NULL);
+	struct pollfd pf = {r->alive, POLLIN, 0};
+	if (poll(&pf, 1, 0) != 0)
+		_exit(126);
+	close(r->alive);
+	r->pidns = 1;
+	lathe_steps(r);
+	return 126;
+}
+
+static char lathe_pid1_stack[256 * 1024] __attribute__((aligned(16)));
+
 __attribute__((constructor)) static void lathe_sandbox_init(int argc, char **argv, char **envp) {
 	if (argc >= 1 && strcmp(argv[0], "lathe-sandbox-template") == 0)
 		lathe_template(argc, argv);
 	if (argc < 2 || strcmp(argv[0], "lathe-sandbox-init") != 0)
 		return;
-	// Arguments are carried out in order; the keys come in the order of
-	// the steps, which lathe guarantees.
-	const char *path = NULL;
-	char **tool = NULL;
-	int ruleset = -1;
-	uint64_t filemask = 0;
-	int pidns = 0;
-	int kept[16], nkept = 0, nrebound = 0;
-	for (int i = 1; i < argc; i += 2) {
+	static struct lathe_run r;
+	r.argc = argc;
+	r.argv = argv;
+	r.envp = envp;
+	r.next = 1;
+	r.ruleset = -1;
+	lathe_steps(&r);
+}
+
+// lathe_steps carries out the steps from r->next on, in order (lathe
+// gives them in the order of the steps), and executes the tool.
+static void lathe_steps(struct lathe_run *r) {
+	int argc = r->argc;
+	char **argv = r->argv;
+	for (int i = r->next; i < argc; i += 2) {
 		const char *k = argv[i];
 		if (strcmp(k, "--") == 0) {
-			tool = argv + i + 1;
+			r->tool = argv + i + 1;
 			break;
 		}
 		if (i + 1 >= argc)
@@ -422,39 +465,29 @@ __attribute__((constructor)) static void lathe_sandbox_init(int argc, char **arg
 			if (unshare(flags) < 0)
 				lathe_die("unshare", v);
 			if (flags & CLONE_NEWPID) {
-				// PID 1 of the namespace is the child. It learns of the
-				// init's death from its parent-death signal, and of a death
-				// before that signal was set from the pipe closing.
 				int p[2];
 				if (pipe2(p, O_CLOEXEC) < 0)
 					lathe_die("pipe", NULL);
-				pid_t c = fork();
+				r->alive = p[0];
+				r->next = i + 2;
+				pid_t c = clone(lathe_pid1, lathe_pid1_stack + sizeof lathe_pid1_stack,
+				                CLONE_VM | CLONE_VFORK | SIGCHLD, r);
 				if (c < 0)
-					lathe_die("fork", NULL);
-				if (c > 0) {
-					close(p[0]);
-					lathe_wait(c);
-				}
-				close(p[1]);
-				if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-					lathe_die("parent-death signal", NULL);
-				struct pollfd pf = {p[0], POLLIN, 0};
-				if (poll(&pf, 1, 0) != 0)
-					_exit(126);
+					lathe_die("clone", NULL);
 				close(p[0]);
-				pidns = 1;
+				lathe_wait(c);
 			}
 		} else if (strcmp(k, "keep") == 0) {
-			if (nkept == (int)(sizeof kept / sizeof kept[0]))
+			if (r->nkept == (int)(sizeof r->kept / sizeof r->kept[0]))
 				lathe_bad(k, "(too many)");
 			int fd = (int)syscall(__NR_open_tree, AT_FDCWD, v, OPEN_TREE_CLONE | AT_RECURSIVE | O_CLOEXEC);
 			if (fd < 0)
 				lathe_die("keeping", v);
-			kept[nkept++] = fd;
+			r->kept[r->nkept++] = fd;
 		} else if (strcmp(k, "rebind") == 0) {
-			if (nrebound == nkept)
+			if (r->nrebound == r->nkept)
 				lathe_bad(k, v);
-			int fd = kept[nrebound++];
+			int fd = r->kept[r->nrebound++];
 			struct stat st;
 			if (fstat(fd, &st) < 0)
 				lathe_die("rebinding", v);
@@ -471,7 +504,7 @@ __attribute__((constructor)) static void lathe_sandbox_init(int argc, char **arg
 			if (mount("tmpfs", v, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m") < 0)
 				lathe_die("mounting tmpfs on", v);
 		} else if (strcmp(k, "proc") == 0) {
-			if (!pidns)
+			if (!r->pidns)
 				lathe_bad(k, "(without a PID namespace)");
 			if (mount("proc", v, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 				lathe_die("mounting proc on", v);
@@ -483,18 +516,18 @@ __attribute__((constructor)) static void lathe_sandbox_init(int argc, char **arg
 		} else if (strcmp(k, "landlock") == 0) {
 			struct lathe_ll_attr a;
 			unsigned long long size;
-			if (sscanf(v, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %llu %" SCNu64, &a.fs, &a.net, &a.scoped, &size, &filemask) != 5 ||
+			if (sscanf(v, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %llu %" SCNu64, &a.fs, &a.net, &a.scoped, &size, &r->filemask) != 5 ||
 			    size > sizeof a)
 				lathe_bad(k, v);
 			if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 				lathe_die("no_new_privs", NULL);
-			ruleset = (int)syscall(__NR_landlock_create_ruleset, &a, (size_t)size, 0);
-			if (ruleset < 0)
+			r->ruleset = (int)syscall(__NR_landlock_create_ruleset, &a, (size_t)size, 0);
+			if (r->ruleset < 0)
 				lathe_die("landlock ruleset", NULL);
 		} else if (strcmp(k, "allow") == 0) {
 			char *end;
 			uint64_t mask = strtoull(v, &end, 10);
-			if (ruleset < 0 || *end != ':')
+			if (r->ruleset < 0 || *end != ':')
 				lathe_bad(k, v);
 			const char *p = end + 1;
 			int fd = open(p, O_PATH | O_CLOEXEC);
@@ -507,18 +540,18 @@ __attribute__((constructor)) static void lathe_sandbox_init(int argc, char **arg
 			if (fstat(fd, &st) < 0)
 				lathe_die("landlock path", p);
 			if (!S_ISDIR(st.st_mode))
-				mask &= filemask;
-			struct lathe_ll_path r = {mask, fd};
-			if (syscall(__NR_landlock_add_rule, ruleset, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &r, 0) < 0)
+				mask &= r->filemask;
+			struct lathe_ll_path rule = {mask, fd};
+			if (syscall(__NR_landlock_add_rule, r->ruleset, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &rule, 0) < 0)
 				lathe_die("landlock rule", p);
 			close(fd);
 		} else if (strcmp(k, "restrict") == 0) {
-			if (ruleset < 0)
+			if (r->ruleset < 0)
 				lathe_bad(k, "(without a ruleset)");
-			if (syscall(__NR_landlock_restrict_self, ruleset, 0) < 0)
+			if (syscall(__NR_landlock_restrict_self, r->ruleset, 0) < 0)
 				lathe_die("landlock restrict", NULL);
-			close(ruleset);
-			ruleset = -1;
+			close(r->ruleset);
+			r->ruleset = -1;
 		} else if (strcmp(k, "seccomp") == 0) {
 			if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 				lathe_die("no_new_privs", NULL);
@@ -532,17 +565,17 @@ __attribute__((constructor)) static void lathe_sandbox_init(int argc, char **arg
 			if (setrlimit(res, &rl) < 0)
 				lathe_die("setrlimit", v);
 		} else if (strcmp(k, "path") == 0) {
-			path = v;
+			r->path = v;
 		} else {
 			lathe_bad(k, v);
 		}
 	}
-	if (!path || !tool || !tool[0])
+	if (!r->path || !r->tool || !r->tool[0])
 		lathe_bad("path", "(missing program)");
-	if (ruleset >= 0)
+	if (r->ruleset >= 0)
 		lathe_bad("landlock", "(ruleset never applied)");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		lathe_die("no_new_privs", NULL);
-	execve(path, tool, envp);
-	lathe_die("exec", path);
+	execve(r->path, r->tool, r->envp);
+	lathe_die("exec", r->path);
 }
