@@ -40,9 +40,10 @@ var idleCgroups struct {
 	swept bool
 }
 
-// newCgroup returns cgroups for one run with the memory and process limits
-// of l, where the machine lets lathe create them: under cgroup v2 one group
-// beside lathe's own, under v1 one group per controller (memory, pids). It
+// newCgroup returns cgroups for one run with the memory, process and CPU
+// limits of l, where the machine lets lathe create them: under cgroup v2 one
+// group beside lathe's own, under v1 one group per controller (memory,
+// pids, and cpu when l caps CPUs). It
 // returns the files the init writes to join them and a cleanup that gives
 // the groups back once the run is over. A machine without writable cgroups
 // gives no files: the rlimits still hold.
@@ -52,7 +53,7 @@ var idleCgroups struct {
 // take the kernel's lock on every thread group, which waits for an RCU
 // grace period: about a millisecond on each call.
 func newCgroup(l Limits) (join []string, cleanup func()) {
-	l = Limits{Memory: l.Memory, Processes: l.Processes}
+	l = Limits{Memory: l.Memory, Processes: l.Processes, CPUs: max(l.CPUs, 0)}
 	idleCgroups.Lock()
 	if !idleCgroups.swept {
 		idleCgroups.swept = true
@@ -123,7 +124,9 @@ func makeCgroup(l Limits) *cgroupSet {
 		// not exist, which the escape suite checks.
 		okMem := l.Memory > 0 && writeFile(filepath.Join(d, "memory.max"), l.Memory) == nil
 		okPids := l.Processes > 0 && writeFile(filepath.Join(d, "pids.max"), int64(l.Processes)) == nil
-		if !okMem && !okPids {
+		okCPU := l.CPUs > 0 && os.WriteFile(filepath.Join(d, "cpu.max"),
+			[]byte(fmt.Sprintf("%d %d", cpuQuota(l.CPUs), cpuPeriod)), 0) == nil
+		if !okMem && !okPids && !okCPU {
 			removeCgroup(d)
 			return nil
 		}
@@ -138,8 +141,9 @@ func makeCgroup(l Limits) *cgroupSet {
 	}{
 		"memory": {"memory.limit_in_bytes", l.Memory},
 		"pids":   {"pids.max", int64(l.Processes)},
+		"cpu":    {"cpu.cfs_quota_us", cpuQuota(l.CPUs)},
 	}
-	for _, ctrl := range []string{"memory", "pids"} {
+	for _, ctrl := range []string{"memory", "pids", "cpu"} {
 		lim := limits[ctrl]
 		if lim.v <= 0 {
 			continue
@@ -150,6 +154,10 @@ func makeCgroup(l Limits) *cgroupSet {
 		}
 		d := filepath.Join(base, own[ctrl], name)
 		if os.Mkdir(d, 0o755) != nil {
+			continue
+		}
+		if ctrl == "cpu" && writeFile(filepath.Join(d, "cpu.cfs_period_us"), cpuPeriod) != nil {
+			removeCgroup(d)
 			continue
 		}
 		if writeFile(filepath.Join(d, lim.file), lim.v) != nil {
@@ -178,7 +186,7 @@ func sweepCgroups() {
 	if cgroupV2() {
 		parents = []string{filepath.Join(cgroupRoot, own[""])}
 	} else {
-		for _, ctrl := range []string{"memory", "pids"} {
+		for _, ctrl := range []string{"memory", "pids", "cpu"} {
 			parents = append(parents, filepath.Join(cgroupRoot, ctrl, own[ctrl]))
 		}
 	}
@@ -232,6 +240,19 @@ var ownCgroups = sync.OnceValue(func() map[string]string {
 	}
 	return m
 })
+
+// cpuPeriod is the period of a CPU cap, in microseconds.
+const cpuPeriod = 100_000
+
+// cpuQuota is the runtime per period that caps a run at cpus CPUs; 0 for
+// no cap.
+func cpuQuota(cpus float64) int64 {
+	if cpus <= 0 {
+		return 0
+	}
+	// The kernel's smallest quota is 1 ms.
+	return max(int64(cpus*cpuPeriod), 1000)
+}
 
 func writeFile(path string, v int64) error {
 	return os.WriteFile(path, []byte(strconv.FormatInt(v, 10)), 0)

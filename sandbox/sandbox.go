@@ -88,6 +88,10 @@ type Limits struct {
 	// Output caps the bytes the caller keeps of standard output; the caller
 	// enforces it.
 	Output int `toml:"output_bytes"`
+	// CPUs caps the processor share of the whole run, in CPUs (1.5 is one
+	// and a half), with the cpu cgroup controller where lathe can create
+	// cgroups. Zero or less means no cap: a run may use every CPU.
+	CPUs float64 `toml:"cpus"`
 }
 
 // DefaultLimits are the limits of a zero [Limits].

@@ -176,3 +176,32 @@ func TestCgroupReused(t *testing.T) {
 		t.Errorf("20 processes started under a limit of 9 in a reused group: %s", out)
 	}
 }
+
+// TestCPUCap checks that a run capped at a quarter of a CPU gets no more:
+// two busy loops for one second of wall time use about a quarter second of
+// processor time between them, not two.
+func TestCPUCap(t *testing.T) {
+	requireStandard(t)
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("perl is needed for the busy loop")
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"); err != nil {
+		if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+			t.Skip("no cpu cgroup controller here")
+		}
+	}
+	busy := `perl -MTime::HiRes=time -e 'fork; $t = time + 1; 1 while time < $t; wait; @t = times; printf "%.2f\n", $t[0] + $t[1] + $t[2] + $t[3]'`
+	out, err := run(t, sandbox.Config{Workspace: t.TempDir(), Limits: sandbox.Limits{CPUs: 0.25}}, busy)
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var used float64
+	if _, err := fmt.Sscan(out, &used); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	// One second of wall time at a quarter of a CPU: about 0.25 s.
+	if used > 0.6 {
+		t.Errorf("the run used %.2f s of processor time under a cap of 0.25 CPUs", used)
+	}
+	t.Logf("%.2f s of processor time", used)
+}
