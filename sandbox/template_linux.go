@@ -45,8 +45,9 @@ type template struct {
 	// Landlock rules and the seccomp program.
 	static []string
 	// stamps identify the paths bound into the root; a path replaced on
-	// the host (a workspace removed and made again) makes the template
-	// stale, since its mount still shows the old directory.
+	// the host (a workspace removed and made again, a new resolv.conf
+	// renamed into place) makes the template stale, since its mount still
+	// shows the old one.
 	stamps []stamp
 
 	ready chan struct{} // closed once built
@@ -64,7 +65,7 @@ type stamp struct {
 
 func stampsOf(s shape) []stamp {
 	var out []stamp
-	for _, group := range [][]string{{s.Workspace}, s.Read, s.Write, s.Hide} {
+	for _, group := range [][]string{{s.Workspace}, s.Read, s.Write, s.Hide, systemFiles()} {
 		for _, p := range group {
 			var st unix.Stat_t
 			if unix.Stat(p, &st) == nil {
@@ -76,6 +77,19 @@ func stampsOf(s shape) []stamp {
 	}
 	return out
 }
+
+// systemFiles are the system paths that are files, such as
+// /etc/resolv.conf and /etc/ld.so.cache: programs replace them by renaming
+// a new file over the old one, which a template's mount would not follow.
+var systemFiles = sync.OnceValue(func() []string {
+	var files []string
+	for _, p := range SystemPaths {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			files = append(files, p)
+		}
+	}
+	return files
+})
 
 func (t *template) current() bool {
 	for _, s := range t.stamps {

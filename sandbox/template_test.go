@@ -205,3 +205,29 @@ func TestCPUCap(t *testing.T) {
 	}
 	t.Logf("%.2f s of processor time", used)
 }
+
+// TestReadFileReplaced checks that a read path replaced by renaming a new
+// file over it, as programs update /etc/resolv.conf, is seen anew.
+func TestReadFileReplaced(t *testing.T) {
+	requireStandard(t)
+	dir := t.TempDir()
+	f := filepath.Join(dir, "conf")
+	write := func(content string) {
+		tmp := f + ".new"
+		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("first\n")
+	cfg := sandbox.Config{Workspace: t.TempDir(), Perms: sandbox.Permissions{Read: []string{f}}}
+	if out, err := run(t, cfg, "cat "+f); err != nil || strings.TrimSpace(out) != "first" {
+		t.Fatalf("%v: %s", err, out)
+	}
+	write("second\n")
+	if out, err := run(t, cfg, "cat "+f); err != nil || strings.TrimSpace(out) != "second" {
+		t.Errorf("after the file was replaced the run read %q (%v), want the new file", out, err)
+	}
+}
