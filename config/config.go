@@ -63,7 +63,7 @@ type Tool struct {
 	// the tool's own timeout, or the default.
 	Timeout time.Duration `toml:"timeout"`
 	// Profile is the sandbox profile of this tool's process, overriding
-	// [sandbox] profile.
+	// [sandbox] profile and, for a toolset's tool, [toolsets.NAME] profile.
 	Profile SandboxProfile `toml:"profile"`
 	// Summary replaces the one-line summary a model sees.
 	Summary string `toml:"summary"`

@@ -29,6 +29,10 @@ type Toolset struct {
 	Runtime string `toml:"runtime"`
 	// Timeout bounds one call of each of the toolset's tools.
 	Timeout time.Duration `toml:"timeout"`
+	// Profile is the sandbox profile of the binary while it describes
+	// itself, and of its tools' calls unless a [tools.NAME] table of one of
+	// them names its own; empty means [sandbox] profile.
+	Profile SandboxProfile `toml:"profile"`
 	// Options are passed to the binary with every request.
 	Options map[string]any `toml:"options"`
 	// Env names variables of lathe's environment the binary's process gets.

@@ -31,3 +31,27 @@ profile = "hardened"
 		t.Errorf("err = %v", err)
 	}
 }
+
+// A toolset's profile is parsed and checked like a tool's: an unknown one
+// is an error naming the file and the line of the key.
+func TestToolsetProfile(t *testing.T) {
+	c, err := Parse("lathe.toml", []byte(`
+[toolsets.kit]
+command = ["./kit"]
+profile = "standard"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Toolsets["kit"].Profile; got != "standard" {
+		t.Errorf("profile = %q, want standard", got)
+	}
+	_, err = Parse("lathe.toml", []byte(`
+[toolsets.kit]
+command = ["./kit"]
+profile = "strict"
+`))
+	if err == nil || !strings.Contains(err.Error(), `lathe.toml:4: toolsets.kit.profile: unknown sandbox profile "strict"`) {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -274,11 +274,12 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 		return fail("%v", err)
 	}
 	cmd := process.Command{Argv: s.Command, Dir: l.ws, Env: s.Env}
-	// The binary describes itself under the [sandbox] profile: a
-	// [toolsets.NAME] table has no profile of its own, and the [tools.NAME]
-	// profile of each of its tools applies to that tool's calls only.
+	// The binary describes itself under the toolset's profile, else the
+	// [sandbox] one. The [tools.NAME] profile of one of its tools cannot
+	// apply here, since one run describes them all; it applies to that
+	// tool's calls.
 	discover := process.Options{Options: s.Options}
-	sandboxOptions(&discover, l.cfg, "", cmd)
+	sandboxOptions(&discover, l.cfg, s.Profile, cmd)
 	schemas, err := l.describe(cmd, &discover, s.Timeout)
 	if err != nil {
 		return fail("%s; update it, or define its tools one by one with [tools.NAME] tables and their parameters",
@@ -312,8 +313,12 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 			c.Env = append(slices.Clone(s.Env), t.Env...)
 			pos = t.Pos
 		}
-		var profile config.SandboxProfile
-		if t := l.cfg.Tools[name]; t != nil {
+		// A tool's calls run under its [tools.NAME] profile, else the
+		// toolset's, else (in sandboxOptions) the [sandbox] one. A
+		// [tools.NAME] table that names no profile, one that only changes a
+		// description, keeps the toolset's.
+		profile := s.Profile
+		if t := l.cfg.Tools[name]; t != nil && t.Profile != "" {
 			profile = t.Profile
 		}
 		sandboxOptions(&opts, l.cfg, profile, c)
