@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -177,14 +178,21 @@ func (d *decoder) decode(path []string, v any, rv reflect.Value) {
 			rv.SetUint(uint64(n))
 		}
 	case reflect.Float64:
+		var f float64
 		switch n := v.(type) {
 		case float64:
-			rv.SetFloat(n)
+			f = n
 		case int64:
-			rv.SetFloat(float64(n))
+			f = float64(n)
 		default:
 			d.mismatch(path, t, v)
+			return
 		}
+		if f < 0 || math.IsNaN(f) {
+			d.failf(path, "must not be negative, got %s", strconv.FormatFloat(f, 'g', -1, 64))
+			return
+		}
+		rv.SetFloat(f)
 	case reflect.Interface:
 		if t.NumMethod() != 0 {
 			panic(fmt.Sprintf("config: cannot decode into a %s (at %s); see the decoder's doc", t, keyString(path)))

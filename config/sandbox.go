@@ -38,6 +38,7 @@ type SandboxLimits struct {
 	CPUTime     time.Duration `toml:"cpu_time"`
 	Processes   int           `toml:"processes"`
 	OutputBytes int           `toml:"output_bytes"`
+	CPUs        float64       `toml:"cpus"`
 }
 
 // SandboxPermissions is the [sandbox.permissions] table.

@@ -55,3 +55,22 @@ profile = "strict"
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestSandboxCPUs(t *testing.T) {
+	for src, want := range map[string]float64{"cpus = 1.5": 1.5, "cpus = 2": 2, "": 0} {
+		c, err := Parse("lathe.toml", []byte("[sandbox.limits]\n"+src+"\n"))
+		if err != nil || c.Sandbox.Limits.CPUs != want {
+			t.Errorf("%q: cpus %v, %v; want %v", src, c.Sandbox.Limits.CPUs, err, want)
+		}
+	}
+	for src, want := range map[string]string{
+		"cpus = -1":    `lathe.toml:2: sandbox.limits.cpus: must not be negative, got -1`,
+		"cpus = -0.5":  `lathe.toml:2: sandbox.limits.cpus: must not be negative, got -0.5`,
+		`cpus = "two"`: `lathe.toml:2: sandbox.limits.cpus: expected`,
+	} {
+		_, err := Parse("lathe.toml", []byte("[sandbox.limits]\n"+src+"\n"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want an error containing %q", src, err, want)
+		}
+	}
+}

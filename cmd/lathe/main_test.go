@@ -78,9 +78,18 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		// [mcpservers]: the reference MCP servers are installed (.ci/run does).
+		// [cpucgroup]: the machine has the cpu cgroup controller (v1 or v2).
 		Condition: func(cond string) (bool, error) {
-			if cond == "mcpservers" {
+			switch cond {
+			case "mcpservers":
 				return mcptest.Installed(), nil
+			case "cpucgroup":
+				for _, f := range []string{"/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cgroup.controllers"} {
+					if _, err := os.Stat(f); err == nil {
+						return true, nil
+					}
+				}
+				return false, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

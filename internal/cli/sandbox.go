@@ -19,7 +19,7 @@ func sandboxConfig(cfg *config.Config, ws string) sandbox.Config {
 		Workspace: ws,
 		Limits: sandbox.Limits{
 			Wall: s.Limits.WallTime, Memory: s.Limits.Memory, CPU: s.Limits.CPUTime,
-			Processes: s.Limits.Processes, Output: s.Limits.OutputBytes,
+			Processes: s.Limits.Processes, Output: s.Limits.OutputBytes, CPUs: s.Limits.CPUs,
 		},
 		Perms: sandbox.Permissions{
 			Read: s.Permissions.Read, Write: s.Permissions.Write,
