@@ -241,7 +241,7 @@ func TestEscapeSignal(t *testing.T) {
 
 func TestEscapeForkBomb(t *testing.T) {
 	requireStandard(t)
-	if !pidsCgroup(t) {
+	if !pidsCgroup(t) && os.Geteuid() == 0 {
 		t.Skip("no pids cgroup can be created here; RLIMIT_NPROC does not bind the host's root, so a fork bomb would not be contained")
 	}
 	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: t.TempDir(),

@@ -48,7 +48,8 @@
 // while lathe opens its namespaces.
 //
 //	private 1       make every mount private
-//	open PATH       open PATH on the host (O_PATH), for a later bind
+//	open PATH       take a copy of the host's mounts at PATH (open_tree),
+//	                for a later bind
 //	newroot DIR     mount the new root, a small tmpfs, on DIR, with empty
 //	                tmp, dev (a tmpfs) and proc directories
 //	bind MODE:PATH  bind the next opened path at PATH in the new root,
@@ -292,7 +293,10 @@ static void lathe_template(int argc, char **argv) {
 		} else if (strcmp(k, "open") == 0) {
 			if (nfds == (int)(sizeof fds / sizeof fds[0]))
 				lathe_bad(k, "(too many)");
-			int fd = open(v, O_PATH | O_CLOEXEC);
+			// A detached copy of the mounts at v, taken before the new
+			// root covers anything: a path that holds the new root's place
+			// (/tmp, say) must not show the new root.
+			int fd = (int)syscall(__NR_open_tree, AT_FDCWD, v, OPEN_TREE_CLONE | AT_RECURSIVE | O_CLOEXEC);
 			if (fd < 0)
 				lathe_die("opening", v);
 			fds[nfds++] = fd;
@@ -322,9 +326,7 @@ static void lathe_template(int argc, char **argv) {
 			if (fstat(fd, &st) < 0)
 				lathe_die("stat", v + 3);
 			lathe_mountpoint(t, S_ISDIR(st.st_mode));
-			char src[64];
-			snprintf(src, sizeof src, "/proc/self/fd/%d", fd);
-			if (mount(src, t, NULL, MS_BIND | MS_REC, NULL) < 0)
+			if (syscall(__NR_move_mount, fd, "", AT_FDCWD, t, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 				lathe_die("binding", v + 3);
 			close(fd);
 			lathe_remount(t, rw);

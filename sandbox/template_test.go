@@ -185,10 +185,18 @@ func TestCPUCap(t *testing.T) {
 	if _, err := exec.LookPath("perl"); err != nil {
 		t.Skip("perl is needed for the busy loop")
 	}
-	if _, err := os.Stat("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"); err != nil {
-		if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
-			t.Skip("no cpu cgroup controller here")
+	files, cleanup := sandbox.NewCgroup(sandbox.Limits{CPUs: 0.25})
+	defer cleanup()
+	capped := false
+	for _, f := range files {
+		for _, name := range []string{"cpu.cfs_quota_us", "cpu.max"} {
+			if _, err := os.Stat(filepath.Join(filepath.Dir(f), name)); err == nil {
+				capped = true
+			}
 		}
+	}
+	if !capped {
+		t.Skip("no cpu cgroup can be created here")
 	}
 	busy := `perl -MTime::HiRes=time -e 'fork; $t = time + 1; 1 while time < $t; wait; @t = times; printf "%.2f\n", $t[0] + $t[1] + $t[2] + $t[3]'`
 	out, err := run(t, sandbox.Config{Workspace: t.TempDir(), Limits: sandbox.Limits{CPUs: 0.25}}, busy)

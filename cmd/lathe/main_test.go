@@ -78,12 +78,16 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		// [mcpservers]: the reference MCP servers are installed (.ci/run does).
-		// [cpucgroup]: the machine has the cpu cgroup controller (v1 or v2).
+		// [cpucgroup]: the machine has the cpu cgroup controller (v1 or v2)
+		// and the tests run as root, who can create groups in it.
 		Condition: func(cond string) (bool, error) {
 			switch cond {
 			case "mcpservers":
 				return mcptest.Installed(), nil
 			case "cpucgroup":
+				if os.Geteuid() != 0 {
+					return false, nil
+				}
 				for _, f := range []string{"/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cgroup.controllers"} {
 					if _, err := os.Stat(f); err == nil {
 						return true, nil
