@@ -239,3 +239,22 @@ func TestReadFileReplaced(t *testing.T) {
 		t.Errorf("after the file was replaced the run read %q (%v), want the new file", out, err)
 	}
 }
+
+// TestReadPathHoldsWorkspace gives the sandbox the temporary directory to
+// read, with the workspace inside it: the run sees the host's /tmp, the
+// workspace writable inside it, and its own /tmp still private.
+func TestReadPathHoldsWorkspace(t *testing.T) {
+	requireStandard(t)
+	ws := t.TempDir()
+	if !strings.HasPrefix(ws, "/tmp/") {
+		t.Skip("the temporary directory is not /tmp")
+	}
+	if err := os.WriteFile(filepath.Join(ws, "in"), []byte("here\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sandbox.Config{Workspace: ws, Perms: sandbox.Permissions{Read: []string{"/tmp"}}}
+	out, err := run(t, cfg, "cat "+ws+"/in && echo made > "+ws+"/out && cat out")
+	if err != nil || out != "here\nmade\n" {
+		t.Errorf("got %q (%v), want the workspace's file and a written one", out, err)
+	}
+}
