@@ -241,8 +241,8 @@ func TestReadFileReplaced(t *testing.T) {
 }
 
 // TestReadPathHoldsWorkspace gives the sandbox the temporary directory to
-// read, with the workspace inside it: the run sees the host's /tmp, the
-// workspace writable inside it, and its own /tmp still private.
+// read, with the workspace inside it: the run sees the host's /tmp, read
+// only, with the workspace writable inside it.
 func TestReadPathHoldsWorkspace(t *testing.T) {
 	requireStandard(t)
 	ws := t.TempDir()
