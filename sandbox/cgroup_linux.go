@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -112,29 +113,11 @@ func (s *cgroupSet) remove() {
 // makeCgroup creates a set with the limits of l, or returns nil.
 func makeCgroup(l Limits) *cgroupSet {
 	name := fmt.Sprintf("lathe-%d-%d", os.Getpid(), cgroupSeq.Add(1))
+	if cgroupV2() {
+		return makeCgroupV2(l, name)
+	}
 	s := &cgroupSet{limits: l}
 	own := ownCgroups()
-	if cgroupV2() {
-		d := filepath.Join(cgroupRoot, own[""], name)
-		if os.Mkdir(d, 0o755) != nil {
-			return nil
-		}
-		// A limit the group cannot take (its controller not enabled for
-		// lathe's group) leaves the group without it; pids.max then does
-		// not exist, which the escape suite checks.
-		okMem := l.Memory > 0 && writeFile(filepath.Join(d, "memory.max"), l.Memory) == nil
-		okPids := l.Processes > 0 && writeFile(filepath.Join(d, "pids.max"), int64(l.Processes)) == nil
-		okCPU := l.CPUs > 0 && os.WriteFile(filepath.Join(d, "cpu.max"),
-			[]byte(fmt.Sprintf("%d %d", cpuQuota(l.CPUs), cpuPeriod)), 0) == nil
-		if !okMem && !okPids && !okCPU {
-			removeCgroup(d)
-			return nil
-		}
-		writeFile(filepath.Join(d, "memory.swap.max"), 0)
-		s.dirs = []string{d}
-		s.join = []string{filepath.Join(d, "cgroup.procs")}
-		return s
-	}
 	limits := map[string]struct {
 		file string
 		v    int64
@@ -178,13 +161,138 @@ func makeCgroup(l Limits) *cgroupSet {
 	return s
 }
 
+// makeCgroupV2 creates the one group of a run under cgroup v2, in the
+// parent [v2Parent] prepared, with the limits whose controllers it could
+// enable there.
+func makeCgroupV2(l Limits, name string) *cgroupSet {
+	parent, ctrls := v2Parent()
+	if parent == "" {
+		return nil
+	}
+	type limit struct {
+		ctrl, file, v string
+	}
+	var want []limit
+	if l.Memory > 0 && ctrls["memory"] {
+		want = append(want, limit{"memory", "memory.max", strconv.FormatInt(l.Memory, 10)})
+	}
+	if l.Processes > 0 && ctrls["pids"] {
+		want = append(want, limit{"pids", "pids.max", strconv.Itoa(l.Processes)})
+	}
+	if l.CPUs > 0 && ctrls["cpu"] {
+		want = append(want, limit{"cpu", "cpu.max", fmt.Sprintf("%d %d", cpuQuota(l.CPUs), cpuPeriod)})
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	d := filepath.Join(parent, name)
+	if os.Mkdir(d, 0o755) != nil {
+		return nil
+	}
+	for _, w := range want {
+		if os.WriteFile(filepath.Join(d, w.file), []byte(w.v), 0) != nil {
+			removeCgroup(d)
+			return nil
+		}
+	}
+	if ctrls["memory"] {
+		// Swap would let a run hold more than memory.max; the file is
+		// missing where the kernel does not account swap. An
+		// out-of-memory kill takes the whole run, as the wall time does,
+		// rather than one process of it.
+		writeFile(filepath.Join(d, "memory.swap.max"), 0)
+		writeFile(filepath.Join(d, "memory.oom.group"), 1)
+	}
+	return &cgroupSet{limits: l, dirs: []string{d}, join: []string{filepath.Join(d, "cgroup.procs")}}
+}
+
+// v2Parent returns the group under which the runs' groups are made under
+// cgroup v2, and the controllers enabled for its children; "" where lathe
+// can make no group.
+//
+// The runs' groups are children of lathe's own group. A v2 group gives
+// controllers to its children only through cgroup.subtree_control, and
+// only while no process is in it (the root excepted): the rule of no
+// internal processes. So where lathe's group has processes and the
+// controllers are not enabled yet, and those processes are lathe alone (a
+// service or a container given its own delegated group), lathe moves
+// itself into a leaf child, lathe-PID, and enables them, as container
+// engines do. Where other processes share the group (a login shell's
+// session, say) it moves nothing: the runs get no group, and the rlimits
+// still hold.
+var v2Parent = sync.OnceValues(func() (string, map[string]bool) {
+	own := filepath.Join(cgroupRoot, ownCgroups()[""])
+	available := map[string]bool{}
+	for _, c := range readFields(filepath.Join(own, "cgroup.controllers")) {
+		available[c] = true
+	}
+	enabled := map[string]bool{}
+	for _, c := range readFields(filepath.Join(own, "cgroup.subtree_control")) {
+		enabled[c] = true
+	}
+	moved := false
+	for _, c := range []string{"memory", "pids", "cpu"} {
+		if enabled[c] || !available[c] {
+			continue
+		}
+		err := enableController(own, c)
+		if errors.Is(err, syscall.EBUSY) && !moved && aloneIn(own) {
+			moved = true
+			if moveSelf(own) == nil {
+				err = enableController(own, c)
+			}
+		}
+		if err == nil {
+			enabled[c] = true
+		}
+	}
+	if len(enabled) == 0 {
+		return "", nil
+	}
+	return own, enabled
+})
+
+func enableController(group, ctrl string) error {
+	return os.WriteFile(filepath.Join(group, "cgroup.subtree_control"), []byte("+"+ctrl), 0)
+}
+
+// aloneIn reports whether lathe's process is the only one in group.
+func aloneIn(group string) bool {
+	procs := readFields(filepath.Join(group, "cgroup.procs"))
+	return len(procs) == 1 && procs[0] == strconv.Itoa(os.Getpid())
+}
+
+// moveSelf moves lathe's process, every thread of it, into the leaf group
+// lathe-PID under group.
+func moveSelf(group string) error {
+	leaf := filepath.Join(group, fmt.Sprintf("lathe-%d", os.Getpid()))
+	if err := os.Mkdir(leaf, 0o755); err != nil && !os.IsExist(err) {
+		return err
+	}
+	if err := writeFile(filepath.Join(leaf, "cgroup.procs"), int64(os.Getpid())); err != nil {
+		os.Remove(leaf)
+		return err
+	}
+	return nil
+}
+
+func readFields(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(b))
+}
+
 // sweepCgroups removes the groups that lathe processes no longer running
 // kept for reuse (an exiting process leaves its idle groups behind).
 func sweepCgroups() {
 	own := ownCgroups()
 	var parents []string
 	if cgroupV2() {
-		parents = []string{filepath.Join(cgroupRoot, own[""])}
+		if p, _ := v2Parent(); p != "" {
+			parents = []string{p}
+		}
 	} else {
 		for _, ctrl := range []string{"memory", "pids", "cpu"} {
 			parents = append(parents, filepath.Join(cgroupRoot, ctrl, own[ctrl]))

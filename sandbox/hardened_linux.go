@@ -133,7 +133,16 @@ func hardened(c Config, cmd *exec.Cmd) (func(), error) {
 	id := "lathe-" + hex.EncodeToString(rnd[:])
 
 	spec := hardenedSpec(c, ws, dir, hide, append([]string{path}, cmd.Args[1:]...), cmd.Env)
-	cgroups := os.Geteuid() == 0
+	cgroups, cgroupsPath := os.Geteuid() == 0, id
+	if cgroups && cgroupV2() {
+		// runsc makes the run's group and enables controllers in its
+		// parent, which a v2 parent holding processes refuses: the group
+		// goes where lathe makes the standard runs' groups, a parent it
+		// has left (v2Parent), or nowhere.
+		parent, _ := v2Parent()
+		cgroups = parent != ""
+		cgroupsPath = filepath.Join(strings.TrimPrefix(parent, cgroupRoot), id)
+	}
 	if cgroups {
 		// runsc creates the run's cgroup and sizes the sandbox from it.
 		// No pids limit: the tool's processes are not host tasks under
@@ -144,7 +153,7 @@ func hardened(c Config, cmd *exec.Cmd) (func(), error) {
 				Limit int64 `json:"limit"`
 			}{c.Limits.Memory}
 		}
-		spec.Linux.Resources, spec.Linux.CgroupsPath = res, id
+		spec.Linux.Resources, spec.Linux.CgroupsPath = res, cgroupsPath
 	}
 	js, err := json.MarshalIndent(spec, "", "\t")
 	if err == nil {

@@ -1,0 +1,115 @@
+//go:build linux
+
+package sandbox_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lathe-tools/lathe/sandbox"
+)
+
+// skipWithoutCgroups skips a test that needs cgroups lathe can create,
+// unless LATHE_TEST_CGROUPS=required says the machine has them: then their
+// absence is a failure. .ci/vm/run sets it on its cgroup v2 kernel, so that
+// the v2 code cannot pass there by skipping.
+func skipWithoutCgroups(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("LATHE_TEST_CGROUPS") == "required" {
+		t.Fatalf("%s, and LATHE_TEST_CGROUPS=required", why)
+	}
+	t.Skip(why)
+}
+
+func cgroupV2() bool {
+	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+	return err == nil
+}
+
+// TestCgroupLimits checks that a run's groups hold the limits of its
+// Config, read back from the kernel's own files, under v1 or v2.
+func TestCgroupLimits(t *testing.T) {
+	requireStandard(t)
+	files, cleanup := sandbox.NewCgroup(sandbox.Limits{Memory: 64 << 20, Processes: 9, CPUs: 0.5})
+	defer cleanup()
+	if len(files) == 0 {
+		skipWithoutCgroups(t, "no cgroup can be created here")
+	}
+	want := map[string]string{ // file → value, where the controller is there
+		"memory.max":            "67108864",
+		"memory.limit_in_bytes": "67108864",
+		"pids.max":              "9",
+		"cpu.max":               "50000 100000",
+		"cpu.cfs_quota_us":      "50000",
+		"memory.oom.group":      "1",
+	}
+	found := map[string]bool{}
+	for _, f := range files {
+		dir := filepath.Dir(f)
+		if !strings.Contains(filepath.Base(dir), fmt.Sprintf("lathe-%d-", os.Getpid())) {
+			t.Errorf("the group %s is not named after lathe's process", dir)
+		}
+		if cgroupV2() != (filepath.Base(f) == "cgroup.procs") {
+			t.Errorf("the run joins through %s (cgroup v2: %v)", f, cgroupV2())
+		}
+		for name, v := range want {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				continue
+			}
+			found[name] = true
+			if got := strings.TrimSpace(string(b)); got != v {
+				t.Errorf("%s/%s = %q, want %q", dir, name, got, v)
+			}
+		}
+	}
+	t.Logf("groups %v; limits found: %v", files, found)
+	if !found["pids.max"] {
+		skipWithoutCgroups(t, "no pids controller for lathe's groups here")
+	}
+	if cgroupV2() && !(found["memory.max"] && found["cpu.max"] && found["memory.oom.group"]) {
+		skipWithoutCgroups(t, "the memory and cpu controllers are not all enabled for lathe's groups")
+	}
+}
+
+// TestCgroupV2Delegated runs where lathe's process was started alone in a
+// v2 group whose controllers are not enabled for children, as a systemd
+// service with Delegate=yes is (.ci/vm/run arranges it and sets
+// LATHE_TEST_CGROUP_DELEGATED). lathe must move itself into a leaf,
+// lathe-PID, enable the controllers in its group, and make the runs'
+// groups beside its leaf.
+func TestCgroupV2Delegated(t *testing.T) {
+	group := os.Getenv("LATHE_TEST_CGROUP_DELEGATED")
+	if group == "" || !cgroupV2() {
+		t.Skip("needs a delegated cgroup v2 group (LATHE_TEST_CGROUP_DELEGATED=/its/path, as .ci/vm/run sets)")
+	}
+	requireStandard(t)
+	files, cleanup := sandbox.NewCgroup(sandbox.Limits{Processes: 9})
+	defer cleanup()
+	if len(files) != 1 {
+		t.Fatalf("groups %v, want one", files)
+	}
+	if got, want := filepath.Dir(filepath.Dir(files[0])), filepath.Join("/sys/fs/cgroup", group); got != want {
+		t.Errorf("the run's group is under %s, want %s", got, want)
+	}
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("0::%s/lathe-%d\n", group, os.Getpid()); string(self) != want {
+		t.Errorf("lathe's own group is %q, want %q", self, want)
+	}
+	ctl, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup", group, "cgroup.subtree_control"))
+	for _, c := range []string{"memory", "pids", "cpu"} {
+		if !strings.Contains(string(ctl), c) {
+			t.Errorf("%s is not enabled for the runs' groups: subtree_control %q", c, ctl)
+		}
+	}
+	out, err := run(t, sandbox.Config{Workspace: t.TempDir(), Limits: sandbox.Limits{Processes: 9}}, "cat /proc/self/cgroup")
+	if err != nil || !strings.HasPrefix(out, "0::"+group+"/lathe-") {
+		t.Errorf("a run is in %q (%v), want a group under %s", out, err, group)
+	}
+}
