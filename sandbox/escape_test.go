@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -96,6 +98,104 @@ func runArgv(t *testing.T, cfg sandbox.Config, argv ...string) (string, error) {
 	return string(out), err
 }
 
+// startMarker is what the command markStart adds prints. That command
+// spells it in two pieces, so that an error message quoting the command
+// line (runsc's, when the sandbox fails to start) cannot pass for it.
+const startMarker = "sandbox-started"
+
+// markStart prefixes script with a command printing startMarker. A test
+// that expects a script to be denied requires the marker as well: a
+// sandbox that never starts denies everything, and so proves nothing.
+func markStart(script string) string {
+	return `printf '%s-%s\n' sandbox started; ` + script
+}
+
+// ran reports whether out, the output of a script passed through
+// markStart, shows that the script ran.
+func ran(out string) bool {
+	return strings.Contains(out, startMarker)
+}
+
+// requireKillsFailed checks the "name=STATUS" lines that a signal test's
+// script prints after each of its kills: each kill must have run and
+// failed. A kill that never ran would leave its target alive just the same.
+func requireKillsFailed(t *testing.T, out string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		m := regexp.MustCompile(`\b` + name + `=(\d+)`).FindStringSubmatch(out)
+		switch {
+		case m == nil:
+			t.Errorf("the kill of %s did not run; output:\n%s", name, out)
+		case m[1] == "0":
+			t.Errorf("the kill of %s succeeded; output:\n%s", name, out)
+		}
+	}
+}
+
+// memoryHog is a perl script that holds a string of as many bytes as its
+// argument says. It prints a marker first, unbuffered, so that a test can
+// tell an allocation that failed from a perl that never ran; the size is an
+// argument rather than a constant, or perl would fold the allocation into
+// its compile phase, before the marker. The marker too is spelled in
+// pieces, lest an error message quoting the command line stand in for it.
+const memoryHog = `perl -e '$| = 1; printf "%s-%s\n", "perl", "allocating"; $x = "a" x $ARGV[0]; print "held\n"' `
+
+// requireMemoryLimit runs memoryHog under cfg, which must limit memory to
+// 64 MiB: a GiB must fail after perl started, and a MiB must fit, so that
+// the failure is the limit's doing rather than the script's.
+func requireMemoryLimit(t *testing.T, cfg sandbox.Config) {
+	t.Helper()
+	out, err := run(t, cfg, memoryHog+strconv.Itoa(1<<30))
+	if !strings.Contains(out, "perl-allocating") {
+		t.Fatalf("perl never reached the allocation: %v\n%s", err, out)
+	}
+	if err == nil || strings.Contains(out, "held") {
+		t.Fatalf("a 1 GiB allocation passed a 64 MiB limit: %v\n%s", err, out)
+	}
+	if out, err := run(t, cfg, memoryHog+strconv.Itoa(1<<20)); err != nil || !strings.Contains(out, "held") {
+		t.Fatalf("a 1 MiB allocation failed under a 64 MiB limit: %v\n%s", err, out)
+	}
+}
+
+// forkBomb starts a fork bomb, then counts the run's processes in /proc
+// while the bomb spreads and again two seconds later. The count uses only
+// shell builtins, since a fork of its own would fail as the bomb's do.
+const forkBomb = `b() { b | b & }; b
+count() { n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo processes=$n; }
+for i in 1 2 3 4 5 6 7 8 9 10; do count; done
+sleep 2; count; echo survived`
+
+// requireBombContained checks the output of markStart(forkBomb) run with a
+// limit of limit processes. The shell outlives the bomb by design, so
+// "survived" must appear; what shows that the limit held is that forks
+// failed (dash says "Cannot fork", bash "Resource temporarily
+// unavailable", both for the EAGAIN of the pids cgroup or RLIMIT_NPROC)
+// and that no count exceeded the limit.
+func requireBombContained(t *testing.T, out string, limit int) {
+	t.Helper()
+	if !ran(out) {
+		t.Fatalf("the script never ran; output:\n%s", out)
+	}
+	if !strings.Contains(out, "Cannot fork") && !strings.Contains(out, "Resource temporarily unavailable") {
+		t.Errorf("no fork failed, so the process limit was never reached; output tail: %s", outputTail(out))
+	}
+	counts := regexp.MustCompile(`processes=(\d+)`).FindAllStringSubmatch(out, -1)
+	if len(counts) == 0 || !strings.Contains(out, "survived") {
+		t.Errorf("the shell did not outlive the bomb; output tail: %s", outputTail(out))
+	}
+	for _, c := range counts {
+		if n, _ := strconv.Atoi(c[1]); n > limit {
+			t.Errorf("%d processes ran under a limit of %d", n, limit)
+		}
+	}
+}
+
+// outputTail returns the end of a long output, which is where a fork bomb's
+// shell prints its counts.
+func outputTail(out string) string {
+	return out[max(0, len(out)-400):]
+}
+
 // fixture makes base/ws, the workspace, and base/outside with a secret, a
 // symbolic link from the workspace to the secret and to the outside
 // directory.
@@ -144,8 +244,8 @@ func TestEscapeFiles(t *testing.T) {
 	}
 	for name, script := range reads {
 		t.Run("read "+name, func(t *testing.T) {
-			out, err := run(t, cfg, script)
-			if err == nil || strings.Contains(out, "TOPSECRET") {
+			out, err := run(t, cfg, markStart(script))
+			if !ran(out) || err == nil || strings.Contains(out, "TOPSECRET") {
 				t.Errorf("%q: err=%v, output:\n%s", script, err, out)
 			}
 		})
@@ -163,7 +263,9 @@ func TestEscapeFiles(t *testing.T) {
 	}
 	for name, script := range writes {
 		t.Run("write "+name, func(t *testing.T) {
-			run(t, cfg, script)
+			if out, err := run(t, cfg, markStart(script)); !ran(out) {
+				t.Errorf("%q never ran: err=%v, output:\n%s", script, err, out)
+			}
 			if b, _ := os.ReadFile(secret); string(b) != "TOPSECRET\n" {
 				t.Errorf("%q changed the secret: %q", script, b)
 			}
@@ -231,8 +333,20 @@ func TestEscapeSignal(t *testing.T) {
 	defer func() { victim.Process.Kill(); victim.Wait() }()
 	pid := victim.Process.Pid
 	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: t.TempDir()}
-	out, err := run(t, cfg, fmt.Sprintf("kill -9 %d; kill -9 %d; kill -9 -1; kill -9 1; true", pid, os.Getpid()))
+	out, err := run(t, cfg, markStart(fmt.Sprintf(
+		"kill -9 %d; echo victim=$?; kill -9 %d; echo lathe=$?; kill -9 -1; echo all=$?; kill -9 1; echo init=$?",
+		pid, os.Getpid())))
 	t.Logf("err=%v output:\n%s", err, out)
+	if !ran(out) {
+		t.Fatal("the script never ran")
+	}
+	requireKillsFailed(t, out, "victim", "lathe", "all")
+	// Pid 1 of the run's namespace is the shell itself, which the kernel
+	// shields from a SIGKILL sent from inside: this kill succeeds without
+	// effect, and the status line after it shows that it ran.
+	if !regexp.MustCompile(`\binit=\d+`).MatchString(out) {
+		t.Error("the kill of pid 1 did not run")
+	}
 	time.Sleep(50 * time.Millisecond)
 	if err := victim.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Fatalf("the victim is gone: %v", err)
@@ -247,22 +361,19 @@ func TestEscapeForkBomb(t *testing.T) {
 	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: t.TempDir(),
 		Limits: sandbox.Limits{Processes: 32, Wall: 5 * time.Second}}
 	start := time.Now()
-	out, _ := run(t, cfg, "b() { b | b & }; b; sleep 2; echo survived")
+	out, _ := run(t, cfg, markStart(forkBomb))
 	if d := time.Since(start); d > 15*time.Second {
 		t.Fatalf("the fork bomb ran %v", d)
 	}
-	t.Logf("output tail: %.200s", out)
+	requireBombContained(t, out, cfg.Limits.Processes)
+	t.Logf("output tail: %s", outputTail(out))
 }
 
 func TestEscapeMemoryHog(t *testing.T) {
 	requireStandard(t)
 	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: t.TempDir(),
 		Limits: sandbox.Limits{Memory: 64 << 20, Wall: 20 * time.Second}}
-	// tail keeps a "line" of 1 GiB of zero bytes in memory.
-	out, err := run(t, cfg, "perl -e '$x = \"a\" x (1<<30); print \"held\\n\"'")
-	if err == nil || strings.Contains(out, "held") {
-		t.Fatalf("a 1 GiB allocation passed a 64 MiB limit: %v\n%s", err, out)
-	}
+	requireMemoryLimit(t, cfg)
 }
 
 func TestEscapeEnvironment(t *testing.T) {
@@ -286,18 +397,27 @@ func TestEscapeEnvironment(t *testing.T) {
 			strings.Contains(out, "HOME=/root") {
 			t.Errorf("%s: output:\n%s", p, out)
 		}
+		// The allowed variable shows once in env's output and again in
+		// the environment of each of the run's own processes, so a
+		// second sighting shows that the cat read /proc at all.
+		if p == sandbox.Standard && strings.Count(out, "LATHE_TEST_ALLOWED=visible") < 2 {
+			t.Errorf("%s: /proc/*/environ showed no environment:\n%s", p, out)
+		}
 	}
 }
 
 func TestHardenedNeverDowngrades(t *testing.T) {
+	// An empty PATH hides runsc where it is installed, so that the refusal
+	// is tested on every machine rather than only on those without gVisor.
+	t.Setenv("PATH", t.TempDir())
 	cfg := sandbox.Config{Profile: sandbox.Hardened, Workspace: t.TempDir()}
 	cmd := exec.Command("/bin/true")
 	cleanup, err := cfg.Wrap(cmd)
 	defer cleanup()
-	if _, lerr := exec.LookPath("runsc"); lerr != nil && err == nil {
+	if err == nil {
 		t.Fatal("the hardened profile was accepted without runsc")
 	}
-	if err != nil && !strings.Contains(err.Error(), "runsc") {
+	if !strings.Contains(err.Error(), "runsc") {
 		t.Errorf("the error does not say what is missing: %v", err)
 	}
 }
@@ -320,13 +440,19 @@ func TestEscapeHidden(t *testing.T) {
 	state := filepath.Join(ws, ".lathe")
 	os.Mkdir(state, 0o700)
 	os.WriteFile(filepath.Join(state, "lathe.db"), []byte("TOPSECRET"), 0o600)
-	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: ws, Hide: []string{".lathe", "fresh"}}
+	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: ws}
+	// Unhidden, the state is readable from inside, so the denials below
+	// are Hide's doing.
+	if out, err := run(t, cfg, "cat .lathe/lathe.db"); err != nil || !strings.Contains(out, "TOPSECRET") {
+		t.Fatalf("without Hide: err=%v output:\n%s", err, out)
+	}
+	cfg.Hide = []string{".lathe", "fresh"}
 	for _, script := range []string{
 		"cat .lathe/lathe.db", "echo x > .lathe/lathe.db", "echo x > .lathe/grant", "rm -rf .lathe",
 		"mv .lathe gone", "umount .lathe", "echo x > fresh/planted", "rmdir fresh && mkdir fresh && echo x > fresh/planted",
 	} {
-		out, err := run(t, cfg, script)
-		if err == nil || strings.Contains(out, "TOPSECRET") {
+		out, err := run(t, cfg, markStart(script))
+		if !ran(out) || err == nil || strings.Contains(out, "TOPSECRET") {
 			t.Errorf("%q: err=%v output:\n%s", script, err, out)
 		}
 	}
