@@ -3,9 +3,9 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -211,17 +211,25 @@ func makeCgroupV2(l Limits, name string) *cgroupSet {
 // can make no group.
 //
 // The runs' groups are children of lathe's own group. A v2 group gives
-// controllers to its children only through cgroup.subtree_control, and
-// only while no process is in it (the root excepted): the rule of no
-// internal processes. So where lathe's group has processes and the
-// controllers are not enabled yet, and those processes are lathe alone (a
-// service or a container given its own delegated group), lathe moves
-// itself into a leaf child, lathe-PID, and enables them, as container
-// engines do. Where other processes share the group (a login shell's
-// session, say) it moves nothing: the runs get no group, and the rlimits
+// its children the memory controller only while no process is in it (the
+// root excepted): the rule of no internal processes. The cpu and pids
+// controllers it may give with processes in it, but that makes it a thread
+// root, whose children cannot hold processes at all: a run could not join
+// its group. So where lathe's group has processes, lathe enables nothing
+// unless it is the only one: then it moves itself into a leaf child,
+// lathe-PID, and enables the controllers, as container engines do for their
+// own process (a service or a container given its own delegated group).
+// Where other processes share the group (a login shell's session, say) it
+// moves nothing and enables nothing: the runs get no group, and the rlimits
 // still hold.
 var v2Parent = sync.OnceValues(func() (string, map[string]bool) {
-	own := filepath.Join(cgroupRoot, ownCgroups()[""])
+	rel := ownCgroups()[""]
+	own := filepath.Join(cgroupRoot, rel)
+	if rel != "/" && len(readFields(filepath.Join(own, "cgroup.procs"))) > 0 {
+		if !aloneIn(own) || moveSelf(own) != nil {
+			return "", nil
+		}
+	}
 	available := map[string]bool{}
 	for _, c := range readFields(filepath.Join(own, "cgroup.controllers")) {
 		available[c] = true
@@ -230,19 +238,8 @@ var v2Parent = sync.OnceValues(func() (string, map[string]bool) {
 	for _, c := range readFields(filepath.Join(own, "cgroup.subtree_control")) {
 		enabled[c] = true
 	}
-	moved := false
 	for _, c := range []string{"memory", "pids", "cpu"} {
-		if enabled[c] || !available[c] {
-			continue
-		}
-		err := enableController(own, c)
-		if errors.Is(err, syscall.EBUSY) && !moved && aloneIn(own) {
-			moved = true
-			if moveSelf(own) == nil {
-				err = enableController(own, c)
-			}
-		}
-		if err == nil {
+		if !enabled[c] && available[c] && enableController(own, c) == nil {
 			enabled[c] = true
 		}
 	}
@@ -283,6 +280,43 @@ func readFields(path string) []string {
 	}
 	return strings.Fields(string(b))
 }
+
+// cgroupFD opens the one group of a v2 run, join, for the init to be
+// cloned into (CLONE_INTO_CGROUP), or returns -1. Joining by a write to
+// cgroup.procs takes the kernel's lock on all thread groups for writing,
+// which waits for an RCU grace period; a process cloned into its group takes
+// it only for reading. -1 also where the kernel cannot clone into a group:
+// before Linux 5.7, or where a seccomp filter refuses clone3, as the default
+// profiles of container runtimes do. The init then joins by the write.
+func cgroupFD(join []string) int {
+	if !cgroupV2() || len(join) != 1 {
+		return -1
+	}
+	fd, err := syscall.Open(filepath.Dir(join[0]), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	if !canCloneInto(fd) {
+		syscall.Close(fd)
+		return -1
+	}
+	return fd
+}
+
+// canCloneInto reports whether a process can be cloned into a cgroup here,
+// found once by starting /bin/true in the group fd names.
+var canCloneInto = func() func(fd int) bool {
+	var once sync.Once
+	var ok bool
+	return func(fd int) bool {
+		once.Do(func() {
+			cmd := exec.Command("/bin/true")
+			cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+			ok = cmd.Run() == nil
+		})
+		return ok
+	}
+}()
 
 // sweepCgroups removes the groups that lathe processes no longer running
 // kept for reuse (an exiting process leaves its idle groups behind).

@@ -5,7 +5,9 @@ package sandbox_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,8 +110,48 @@ func TestCgroupV2Delegated(t *testing.T) {
 			t.Errorf("%s is not enabled for the runs' groups: subtree_control %q", c, ctl)
 		}
 	}
-	out, err := run(t, sandbox.Config{Workspace: t.TempDir(), Limits: sandbox.Limits{Processes: 9}}, "cat /proc/self/cgroup")
+	// The init is cloned into the run's group rather than joining it.
+	cfg := sandbox.Config{Workspace: t.TempDir(), Limits: sandbox.Limits{Processes: 9}}
+	cmd := exec.Command("/bin/true")
+	cleanup2, err := cfg.Wrap(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup2()
+	if cmd.SysProcAttr == nil || !cmd.SysProcAttr.UseCgroupFD || slices.Contains(cmd.Args, "cgroup") {
+		t.Errorf("the init is not cloned into its group: %q", cmd.Args)
+	}
+	out, err := run(t, cfg, "cat /proc/self/cgroup")
 	if err != nil || !strings.HasPrefix(out, "0::"+group+"/lathe-") {
 		t.Errorf("a run is in %q (%v), want a group under %s", out, err, group)
+	}
+}
+
+// TestCgroupV2Shared runs where lathe's process shares its v2 group with
+// another process, as when it is started from a login shell
+// (LATHE_TEST_CGROUP_SHARED names the group; .ci/vm/go-test arranges it).
+// lathe must leave the group as it is: enabling even the cpu or pids
+// controller in a group with processes makes it a thread root, whose
+// children no process can join, so every run would fail. The runs get no
+// group, and still run.
+func TestCgroupV2Shared(t *testing.T) {
+	group := os.Getenv("LATHE_TEST_CGROUP_SHARED")
+	if group == "" || !cgroupV2() {
+		t.Skip("needs a shared cgroup v2 group (LATHE_TEST_CGROUP_SHARED=/its/path, as .ci/vm/go-test sets)")
+	}
+	if files, cleanup := sandbox.NewCgroup(sandbox.Limits{Memory: 64 << 20, Processes: 9, CPUs: 1}); len(files) > 0 {
+		cleanup()
+		t.Fatalf("a run got groups %v in a shared group", files)
+	}
+	self, _ := os.ReadFile("/proc/self/cgroup")
+	if want := "0::" + group + "\n"; string(self) != want {
+		t.Errorf("lathe's own group is %q, want %q: it moved", self, want)
+	}
+	if ctl, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup", group, "cgroup.subtree_control")); len(strings.TrimSpace(string(ctl))) > 0 {
+		t.Errorf("controllers were enabled in the shared group: %q", ctl)
+	}
+	out, err := run(t, sandbox.Config{Workspace: t.TempDir(), Limits: sandbox.Limits{Processes: 9}}, "echo ok")
+	if err != nil || out != "ok\n" {
+		t.Errorf("a standard run failed: %v\n%s", err, out)
 	}
 }

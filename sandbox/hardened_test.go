@@ -320,7 +320,7 @@ func TestHardenedForkBomb(t *testing.T) {
 	// limit, which requireBombContained checks, not by the wall time.
 	cfg.Limits = sandbox.Limits{Processes: 32, Wall: 30 * time.Second}
 	start := time.Now()
-	out, _ := run(t, cfg, markStart(forkBomb))
+	out, _ := run(t, cfg, markStart(forkBomb(cfg.Limits.Processes)))
 	// RLIMIT_NPROC binds inside gVisor ("Cannot fork"): the tool is root
 	// of the sandbox without capabilities.
 	requireBombContained(t, out, cfg.Limits.Processes)

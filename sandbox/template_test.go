@@ -155,7 +155,7 @@ func TestWorkspaceReplaced(t *testing.T) {
 func TestCgroupReused(t *testing.T) {
 	requireStandard(t)
 	if !pidsCgroup(t) {
-		t.Skip("no pids cgroup here")
+		skipWithoutCgroups(t, "no pids cgroup here")
 	}
 	cfg := sandbox.Config{Workspace: t.TempDir(), Limits: sandbox.Limits{Processes: 9}}
 	// The run's groups, as /proc/self/cgroup names them: the pids line
@@ -198,7 +198,7 @@ func TestCPUCap(t *testing.T) {
 		}
 	}
 	if !capped {
-		t.Skip("no cpu cgroup can be created here")
+		skipWithoutCgroups(t, "no cpu cgroup can be created here")
 	}
 	busy := `perl -MTime::HiRes=time -e 'fork; $t = time + 1; 1 while time < $t; wait; @t = times; printf "%.2f\n", $t[0] + $t[1] + $t[2] + $t[3]'`
 	out, err := run(t, sandbox.Config{Workspace: t.TempDir(), Limits: sandbox.Limits{CPUs: 0.25}}, busy)

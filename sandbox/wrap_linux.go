@@ -65,7 +65,16 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 			return noop, err
 		}
 		procs, removeCgroups := newCgroup(c.Limits)
+		fd := cgroupFD(procs)
+		if fd >= 0 {
+			// The init is born in the run's group and joins none.
+			attr.UseCgroupFD, attr.CgroupFD = true, fd
+			procs = nil
+		}
 		cleanup = func() {
+			if fd >= 0 {
+				syscall.Close(fd)
+			}
 			removeCgroups()
 			t.release()
 		}
