@@ -25,6 +25,7 @@ type cgroupSet struct {
 	limits Limits   // the memory and process limits written to it
 	dirs   []string // the groups
 	join   []string // the files the init writes to join them
+	clone  *os.File // v2: the group, open for the init to be cloned into; nil where it joins instead
 }
 
 // maxIdleCgroups bounds the groups kept for reuse.
@@ -43,17 +44,17 @@ var idleCgroups struct {
 
 // newCgroup returns cgroups for one run with the memory, process and CPU
 // limits of l, where the machine lets lathe create them: under cgroup v2 one
-// group beside lathe's own, under v1 one group per controller (memory,
-// pids, and cpu when l caps CPUs). It
-// returns the files the init writes to join them and a cleanup that gives
-// the groups back once the run is over. A machine without writable cgroups
-// gives no files: the rlimits still hold.
+// group under lathe's own, under v1 one group per controller (memory,
+// pids, and cpu when l caps CPUs). It returns them, nil where the machine
+// has no writable cgroups (the rlimits still hold), and a cleanup that
+// gives them back once the run is over.
 //
 // Under v1 the init joins through the tasks file, which moves only the
 // writing thread; the init has one. Joining through cgroup.procs would
 // take the kernel's lock on every thread group, which waits for an RCU
-// grace period: about a millisecond on each call.
-func newCgroup(l Limits) (join []string, cleanup func()) {
+// grace period: about a millisecond on each call. Under v2 the init is
+// cloned into its group instead (enter).
+func newCgroup(l Limits) (s *cgroupSet, cleanup func()) {
 	l = Limits{Memory: l.Memory, Processes: l.Processes, CPUs: max(l.CPUs, 0)}
 	idleCgroups.Lock()
 	if !idleCgroups.swept {
@@ -64,15 +65,32 @@ func newCgroup(l Limits) (join []string, cleanup func()) {
 		if s.limits == l {
 			idleCgroups.sets = append(idleCgroups.sets[:i], idleCgroups.sets[i+1:]...)
 			idleCgroups.Unlock()
-			return s.join, func() { putCgroup(s) }
+			return s, func() { putCgroup(s) }
 		}
 	}
 	idleCgroups.Unlock()
-	s := makeCgroup(l)
+	s = makeCgroup(l)
 	if s == nil {
 		return nil, func() {}
 	}
-	return s.join, func() { putCgroup(s) }
+	return s, func() { putCgroup(s) }
+}
+
+// enter puts the init of a run in the groups of s: it sets attr to clone
+// the init into its v2 group, or returns the init's arguments that join
+// the groups. A nil s has no groups.
+func (s *cgroupSet) enter(attr *syscall.SysProcAttr) (initArgs []string) {
+	switch {
+	case s == nil:
+		return nil
+	case s.clone != nil:
+		attr.UseCgroupFD, attr.CgroupFD = true, int(s.clone.Fd())
+		return nil
+	}
+	for _, p := range s.join {
+		initArgs = append(initArgs, "cgroup", p)
+	}
+	return initArgs
 }
 
 // putCgroup keeps s for another run if it is empty and there is room,
@@ -105,6 +123,9 @@ func putCgroup(s *cgroupSet) {
 }
 
 func (s *cgroupSet) remove() {
+	if s.clone != nil {
+		s.clone.Close()
+	}
 	for _, d := range s.dirs {
 		removeCgroup(d)
 	}
@@ -169,18 +190,15 @@ func makeCgroupV2(l Limits, name string) *cgroupSet {
 	if parent == "" {
 		return nil
 	}
-	type limit struct {
-		ctrl, file, v string
-	}
-	var want []limit
+	var want [][2]string // file, value
 	if l.Memory > 0 && ctrls["memory"] {
-		want = append(want, limit{"memory", "memory.max", strconv.FormatInt(l.Memory, 10)})
+		want = append(want, [2]string{"memory.max", strconv.FormatInt(l.Memory, 10)})
 	}
 	if l.Processes > 0 && ctrls["pids"] {
-		want = append(want, limit{"pids", "pids.max", strconv.Itoa(l.Processes)})
+		want = append(want, [2]string{"pids.max", strconv.Itoa(l.Processes)})
 	}
 	if l.CPUs > 0 && ctrls["cpu"] {
-		want = append(want, limit{"cpu", "cpu.max", fmt.Sprintf("%d %d", cpuQuota(l.CPUs), cpuPeriod)})
+		want = append(want, [2]string{"cpu.max", fmt.Sprintf("%d %d", cpuQuota(l.CPUs), cpuPeriod)})
 	}
 	if len(want) == 0 {
 		return nil
@@ -190,7 +208,7 @@ func makeCgroupV2(l Limits, name string) *cgroupSet {
 		return nil
 	}
 	for _, w := range want {
-		if os.WriteFile(filepath.Join(d, w.file), []byte(w.v), 0) != nil {
+		if os.WriteFile(filepath.Join(d, w[0]), []byte(w[1]), 0) != nil {
 			removeCgroup(d)
 			return nil
 		}
@@ -203,7 +221,16 @@ func makeCgroupV2(l Limits, name string) *cgroupSet {
 		writeFile(filepath.Join(d, "memory.swap.max"), 0)
 		writeFile(filepath.Join(d, "memory.oom.group"), 1)
 	}
-	return &cgroupSet{limits: l, dirs: []string{d}, join: []string{filepath.Join(d, "cgroup.procs")}}
+	s := &cgroupSet{limits: l, dirs: []string{d}, join: []string{filepath.Join(d, "cgroup.procs")}}
+	// The group stays open as long as the set, which runs reuse.
+	if f, err := os.Open(d); err == nil {
+		if canCloneInto(f) {
+			s.clone = f
+		} else {
+			f.Close()
+		}
+	}
+	return s
 }
 
 // v2Parent returns the group under which the runs' groups are made under
@@ -225,8 +252,9 @@ func makeCgroupV2(l Limits, name string) *cgroupSet {
 var v2Parent = sync.OnceValues(func() (string, map[string]bool) {
 	rel := ownCgroups()[""]
 	own := filepath.Join(cgroupRoot, rel)
-	if rel != "/" && len(readFields(filepath.Join(own, "cgroup.procs"))) > 0 {
-		if !aloneIn(own) || moveSelf(own) != nil {
+	if procs := readFields(filepath.Join(own, "cgroup.procs")); rel != "/" && len(procs) > 0 {
+		alone := len(procs) == 1 && procs[0] == strconv.Itoa(os.Getpid())
+		if !alone || moveSelf(own) != nil {
 			return "", nil
 		}
 	}
@@ -253,12 +281,6 @@ func enableController(group, ctrl string) error {
 	return os.WriteFile(filepath.Join(group, "cgroup.subtree_control"), []byte("+"+ctrl), 0)
 }
 
-// aloneIn reports whether lathe's process is the only one in group.
-func aloneIn(group string) bool {
-	procs := readFields(filepath.Join(group, "cgroup.procs"))
-	return len(procs) == 1 && procs[0] == strconv.Itoa(os.Getpid())
-}
-
 // moveSelf moves lathe's process, every thread of it, into the leaf group
 // lathe-PID under group.
 func moveSelf(group string) error {
@@ -281,42 +303,26 @@ func readFields(path string) []string {
 	return strings.Fields(string(b))
 }
 
-// cgroupFD opens the one group of a v2 run, join, for the init to be
-// cloned into (CLONE_INTO_CGROUP), or returns -1. Joining by a write to
-// cgroup.procs takes the kernel's lock on all thread groups for writing,
-// which waits for an RCU grace period; a process cloned into its group takes
-// it only for reading. -1 also where the kernel cannot clone into a group:
-// before Linux 5.7, or where a seccomp filter refuses clone3, as the default
-// profiles of container runtimes do. The init then joins by the write.
-func cgroupFD(join []string) int {
-	if !cgroupV2() || len(join) != 1 {
-		return -1
-	}
-	fd, err := syscall.Open(filepath.Dir(join[0]), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return -1
-	}
-	if !canCloneInto(fd) {
-		syscall.Close(fd)
-		return -1
-	}
-	return fd
+// canCloneInto reports whether a process can be cloned into a cgroup
+// (CLONE_INTO_CGROUP), found once by starting /bin/true in the group f.
+// Joining by a write to cgroup.procs takes the kernel's lock on all thread
+// groups for writing, which waits for an RCU grace period; a process cloned
+// into its group takes it only for reading. The kernel cannot do it before
+// Linux 5.7, nor where a seccomp filter refuses clone3, as the default
+// profiles of container runtimes do; the init then joins by the write.
+func canCloneInto(f *os.File) bool {
+	cloneInto.Do(func() {
+		cmd := exec.Command("/bin/true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(f.Fd())}
+		cloneInto.ok = cmd.Run() == nil
+	})
+	return cloneInto.ok
 }
 
-// canCloneInto reports whether a process can be cloned into a cgroup here,
-// found once by starting /bin/true in the group fd names.
-var canCloneInto = func() func(fd int) bool {
-	var once sync.Once
-	var ok bool
-	return func(fd int) bool {
-		once.Do(func() {
-			cmd := exec.Command("/bin/true")
-			cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
-			ok = cmd.Run() == nil
-		})
-		return ok
-	}
-}()
+var cloneInto struct {
+	sync.Once
+	ok bool
+}
 
 // sweepCgroups removes the groups that lathe processes no longer running
 // kept for reuse (an exiting process leaves its idle groups behind).

@@ -26,11 +26,6 @@ func skipWithoutCgroups(t *testing.T, why string) {
 	t.Skip(why)
 }
 
-func cgroupV2() bool {
-	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
-	return err == nil
-}
-
 // TestCgroupLimits checks that a run's groups hold the limits of its
 // Config, read back from the kernel's own files, under v1 or v2.
 func TestCgroupLimits(t *testing.T) {
@@ -54,8 +49,8 @@ func TestCgroupLimits(t *testing.T) {
 		if !strings.Contains(filepath.Base(dir), fmt.Sprintf("lathe-%d-", os.Getpid())) {
 			t.Errorf("the group %s is not named after lathe's process", dir)
 		}
-		if cgroupV2() != (filepath.Base(f) == "cgroup.procs") {
-			t.Errorf("the run joins through %s (cgroup v2: %v)", f, cgroupV2())
+		if sandbox.CgroupV2() != (filepath.Base(f) == "cgroup.procs") {
+			t.Errorf("the run joins through %s (cgroup v2: %v)", f, sandbox.CgroupV2())
 		}
 		for name, v := range want {
 			b, err := os.ReadFile(filepath.Join(dir, name))
@@ -72,7 +67,7 @@ func TestCgroupLimits(t *testing.T) {
 	if !found["pids.max"] {
 		skipWithoutCgroups(t, "no pids controller for lathe's groups here")
 	}
-	if cgroupV2() && !(found["memory.max"] && found["cpu.max"] && found["memory.oom.group"]) {
+	if sandbox.CgroupV2() && !(found["memory.max"] && found["cpu.max"] && found["memory.oom.group"]) {
 		skipWithoutCgroups(t, "the memory and cpu controllers are not all enabled for lathe's groups")
 	}
 }
@@ -85,7 +80,7 @@ func TestCgroupLimits(t *testing.T) {
 // groups beside its leaf.
 func TestCgroupV2Delegated(t *testing.T) {
 	group := os.Getenv("LATHE_TEST_CGROUP_DELEGATED")
-	if group == "" || !cgroupV2() {
+	if group == "" || !sandbox.CgroupV2() {
 		t.Skip("needs a delegated cgroup v2 group (LATHE_TEST_CGROUP_DELEGATED=/its/path, as .ci/vm/run sets)")
 	}
 	requireStandard(t)
@@ -136,7 +131,7 @@ func TestCgroupV2Delegated(t *testing.T) {
 // group, and still run.
 func TestCgroupV2Shared(t *testing.T) {
 	group := os.Getenv("LATHE_TEST_CGROUP_SHARED")
-	if group == "" || !cgroupV2() {
+	if group == "" || !sandbox.CgroupV2() {
 		t.Skip("needs a shared cgroup v2 group (LATHE_TEST_CGROUP_SHARED=/its/path, as .ci/vm/go-test sets)")
 	}
 	if files, cleanup := sandbox.NewCgroup(sandbox.Limits{Memory: 64 << 20, Processes: 9, CPUs: 1}); len(files) > 0 {

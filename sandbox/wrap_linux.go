@@ -64,23 +64,12 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 		if err != nil {
 			return noop, err
 		}
-		procs, removeCgroups := newCgroup(c.Limits)
-		fd := cgroupFD(procs)
-		if fd >= 0 {
-			// The init is born in the run's group and joins none.
-			attr.UseCgroupFD, attr.CgroupFD = true, fd
-			procs = nil
-		}
+		cg, removeCgroups := newCgroup(c.Limits)
 		cleanup = func() {
-			if fd >= 0 {
-				syscall.Close(fd)
-			}
 			removeCgroups()
 			t.release()
 		}
-		for _, p := range procs {
-			args = append(args, "cgroup", p)
-		}
+		args = append(args, cg.enter(attr)...)
 		for i := range t.ns {
 			args = append(args, "setns", strconv.Itoa(3+len(cmd.ExtraFiles)+i))
 		}
