@@ -25,6 +25,21 @@ func UserFile() string {
 	return ""
 }
 
+// Source is one config file as lathe read it: Data are the exact bytes that
+// were parsed into Config, so that what is checked for trust (their hash)
+// is what is used, whatever happens to the file afterwards.
+type Source struct {
+	// Name is the file's path as it was opened.
+	Name string
+	// Data are the bytes read, once.
+	Data []byte
+	// Config is what Data say.
+	Config *Config
+	// User is true for the user's own file (see [UserFile]), which needs no
+	// trust: it is the person's own.
+	User bool
+}
+
 // Load reads the config files and merges them, the later winning key by key:
 //
 //  1. the user file (see [UserFile]), if it exists;
@@ -35,23 +50,44 @@ func UserFile() string {
 // Errors name each file as it is read (explicit as given) and the line of each
 // problem; the problems of every file are reported together. A file that
 // cannot be read for a reason other than not existing is an error.
+//
+// Load trusts every file it reads. A program that starts what a workspace's
+// file names calls [ReadSources] and [Decide] instead, so that a file that
+// widens what is allowed applies only once a person has trusted it.
 func Load(workspace, explicit string) (*Config, error) {
+	srcs, err := ReadSources(workspace, explicit)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &Config{}
+	for _, s := range srcs {
+		cfg.Merge(s.Config)
+	}
+	return cfg, nil
+}
+
+// ReadSources reads and parses the files [Load] reads, in the same order,
+// each exactly once, and returns them unmerged.
+func ReadSources(workspace, explicit string) ([]*Source, error) {
 	type file struct {
 		name     string
 		required bool
+		user     bool
 	}
 	var files []file
 	if u := UserFile(); u != "" {
-		files = append(files, file{u, false})
+		files = append(files, file{u, false, true})
 	}
 	if explicit != "" {
-		files = append(files, file{explicit, true})
+		files = append(files, file{explicit, true, false})
 	} else {
-		files = append(files, file{filepath.Join(workspace, WorkspaceFile), false})
+		files = append(files, file{filepath.Join(workspace, WorkspaceFile), false, false})
 	}
 
-	cfg := &Config{}
-	var errs []error
+	var (
+		srcs []*Source
+		errs []error
+	)
 	for _, f := range files {
 		data, err := os.ReadFile(f.name)
 		if err != nil {
@@ -66,10 +102,10 @@ func Load(workspace, explicit string) (*Config, error) {
 			errs = append(errs, err)
 			continue
 		}
-		cfg.Merge(c)
+		srcs = append(srcs, &Source{Name: f.name, Data: data, Config: c, User: f.user})
 	}
 	if err := join(errs); err != nil {
 		return nil, err
 	}
-	return cfg, nil
+	return srcs, nil
 }

@@ -73,6 +73,14 @@ func TestScripts(t *testing.T) {
 			// Keep the user's own configuration out of the scripts.
 			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/.config")
 			env.Setenv("HOME", env.WorkDir)
+			// Trust records go outside the workspace, as in real use: a
+			// store inside it is refused (trust*.txtar tests that too).
+			state, err := os.MkdirTemp("", "lathe-state-")
+			if err != nil {
+				return err
+			}
+			env.Defer(func() { os.RemoveAll(state) })
+			env.Setenv("XDG_STATE_HOME", state)
 			// The reference MCP servers, for mcp*.txtar and serve*.txtar.
 			env.Setenv("MCP_NODE_MODULES", mcptest.NodeModules())
 			return nil

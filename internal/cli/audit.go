@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lathe-tools/lathe/audit"
-	"github.com/lathe-tools/lathe/config"
 )
 
 func newAuditCmd(g *globals) *cobra.Command {
@@ -164,9 +163,11 @@ func (g *globals) openAudit() (*audit.Store, error) {
 	if err != nil {
 		return nil, &usageError{err}
 	}
-	cfg, err := config.Load(ws, g.config)
+	// An untrusted [audit] path is not followed: it could name a database
+	// of forged grants.
+	cfg, _, err := g.loadConfig(ws, trustWarn)
 	if err != nil {
-		return nil, &configError{err}
+		return nil, err
 	}
 	path := auditPath(cfg, ws)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {

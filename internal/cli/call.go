@@ -38,6 +38,9 @@ func newCallCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &usageError{err}
 			}
+			// On a terminal, a configuration that needs trust is shown
+			// and the person asked.
+			g.trust = trustAsk
 			e, err := g.openEngine()
 			if err != nil {
 				return err

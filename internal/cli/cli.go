@@ -83,6 +83,10 @@ type globals struct {
 	approver policy.Approver
 	storeMu  sync.Mutex
 	store    *lazyStore // the audit database, opened at the first call
+
+	// trust says what openEngine does with a workspace configuration
+	// that needs a person's trust and lacks it (see trust.go).
+	trust trustMode
 }
 
 func newRoot(s Streams, extra []tool.Tool) (*cobra.Command, *globals) {
@@ -106,6 +110,7 @@ func newRoot(s Streams, extra []tool.Tool) (*cobra.Command, *globals) {
 	root.AddCommand(newServeCmd(g))
 	root.AddCommand(newCacheCmd(g))
 	root.AddCommand(newAuditCmd(g))
+	root.AddCommand(newTrustCmd(g))
 	return root, g
 }
 

@@ -6,31 +6,21 @@ import (
 	"path/filepath"
 
 	"github.com/lathe-tools/lathe"
-	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/tools"
 )
 
 // openEngine loads the configuration of the workspace and returns an engine
 // holding the tools it enables. The caller closes the engine.
 func (g *globals) openEngine() (*lathe.Engine, error) {
-	ws := g.workspace
-	if ws == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, err
-		}
-		ws = wd
-	}
-	ws, err := filepath.Abs(ws)
+	ws, err := g.workspaceDir()
 	if err != nil {
-		return nil, &usageError{err}
+		return nil, err
 	}
-	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
-		return nil, &usageError{fmt.Errorf("workspace %s is not a directory", ws)}
-	}
-	cfg, err := config.Load(ws, g.config)
+	// Settings of the workspace that start programs or widen what is
+	// allowed apply only once a person has trusted the file (trust.go).
+	cfg, pending, err := g.loadConfig(ws, g.trust)
 	if err != nil {
-		return nil, &configError{err}
+		return nil, err
 	}
 	// The workspace handle lives as long as the process: the engine's
 	// batches resolve paths through it for as long as the engine serves.
@@ -79,9 +69,31 @@ func (g *globals) openEngine() (*lathe.Engine, error) {
 		e.Close()
 		return nil, err
 	}
-	if err := cfg.Unused(func(name string) bool { return known[name] }); err != nil {
+	untrusted := leftOut(cfg, pending)
+	if err := cfg.Unused(func(name string) bool { return known[name] || untrusted(name) }); err != nil {
 		e.Close()
 		return nil, &configError{err}
 	}
 	return e, nil
+}
+
+// workspaceDir returns the workspace's absolute path, checked to be a
+// directory.
+func (g *globals) workspaceDir() (string, error) {
+	ws := g.workspace
+	if ws == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		ws = wd
+	}
+	ws, err := filepath.Abs(ws)
+	if err != nil {
+		return "", &usageError{err}
+	}
+	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+		return "", &usageError{fmt.Errorf("workspace %s is not a directory", ws)}
+	}
+	return ws, nil
 }

@@ -20,6 +20,7 @@ const (
 	ExitCancelled       = 8  // the call was cancelled (Ctrl-C)
 	ExitRuntimeFailure  = 9  // the machinery failed: a panic, a crash, a lost connection
 	ExitNeedsInput      = 10 // the tool asked a question and nobody could answer it here
+	ExitUntrusted       = 11 // the workspace configuration needs `lathe trust`, or the trust store is unusable
 	ExitInternalFailure = 70 // anything else: a bug in lathe
 )
 
@@ -50,6 +51,7 @@ func exitCode(err error) int {
 		ce *configError
 		ne *needsInputError
 		te *tool.Error
+		ut *untrustedError
 	)
 	switch {
 	case errors.As(err, &ue):
@@ -58,6 +60,8 @@ func exitCode(err error) int {
 		return ExitConfig
 	case errors.As(err, &ne):
 		return ExitNeedsInput
+	case errors.As(err, &ut):
+		return ExitUntrusted
 	case errors.As(err, &te):
 		return kindCode(te.Kind)
 	}

@@ -56,6 +56,10 @@ func newServeCmd(g *globals) *cobra.Command {
 				}
 				defer ln.Close()
 			}
+			// A server has no one to ask, and must not serve part of
+			// its tools without saying so: an untrusted configuration
+			// stops it.
+			g.trust = trustRefuse
 			e, err := g.openEngine()
 			if err != nil {
 				return err

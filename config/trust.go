@@ -1,0 +1,251 @@
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// A workspace's configuration is code: a [tools.NAME] command, a toolset or
+// an MCP server starts programs; an allow rule lets calls run unasked; a
+// profile, a permission or a limit loosens the sandbox; the [audit] table
+// decides where grants are kept and what is recorded. Such settings apply
+// only once a person has trusted the exact file (package trust). Until then
+// lathe applies the part of the file that can only narrow what is allowed:
+// see [Config.Split].
+
+// Widening is one setting of a file that needs a person's trust.
+type Widening struct {
+	// Pos is where the setting's table is.
+	Pos Pos
+	// Key is the table or key, as in "tools.lint.command".
+	Key string
+	// What says what the setting would do, as in
+	// `starts the program ["sh" "lint.sh"]`.
+	What string
+}
+
+func (w Widening) String() string { return w.Pos.String() + ": " + w.Key + ": " + w.What }
+
+// Split divides c, the configuration of one file, into the part that
+// applies without trust and the settings that need it. The part that
+// applies can only narrow what the engine allows:
+//
+//   - enable = false of a tool, a toolset or an MCP server;
+//   - deny and ask rules (deny always wins, and an ask rule can only turn
+//     an allow into a question);
+//   - profile = "hardened", the strictest;
+//   - what a model reads and how long a call may take: a tool's summary,
+//     description, timeout and concurrency, [defaults] and [batch].
+//
+// Everything else, including keys lathe learns later, is left out and
+// listed: what is not known to narrow is taken to widen.
+func (c *Config) Split() (*Config, []Widening) {
+	if c == nil {
+		return &Config{}, nil
+	}
+	n := &Config{Files: slices.Clone(c.Files)}
+	file := ""
+	if len(c.Files) > 0 {
+		file = c.Files[len(c.Files)-1]
+	}
+	var ws []Widening
+	add := func(pos Pos, key, format string, args ...any) {
+		ws = append(ws, Widening{Pos: pos, Key: key, What: fmt.Sprintf(format, args...)})
+	}
+	n.Defaults, n.Batch = c.Defaults, c.Batch
+
+	for _, name := range slices.Sorted(maps.Keys(c.Tools)) {
+		t := c.Tools[name]
+		key := "tools." + name
+		nt := &Tool{Name: t.Name, Timeout: t.Timeout, Summary: t.Summary, Description: t.Description,
+			Concurrency: t.Concurrency, MaxConcurrency: t.MaxConcurrency, Pos: t.Pos}
+		switch {
+		case t.Enable == nil:
+		case !*t.Enable:
+			nt.Enable = t.Enable
+		default:
+			add(t.Pos, key+".enable", "turns the tool on")
+		}
+		switch t.Profile {
+		case "", "hardened":
+			nt.Profile = t.Profile
+		default:
+			add(t.Pos, key+".profile", "runs the tool under the %s sandbox profile", t.Profile)
+		}
+		local := setKeys(t, "enable", "profile", "timeout", "summary", "description", "concurrency", "max_concurrency")
+		if len(t.Command) > 0 {
+			how := ""
+			if t.Shell {
+				how = " with /bin/sh"
+			}
+			add(t.Pos, key+".command", "starts the program %s%s, a local tool", argv(t.Command), how)
+		} else {
+			for _, k := range local {
+				add(t.Pos, key+"."+k, "changes how the local tool runs")
+			}
+		}
+		if len(local) > 0 {
+			// The table defines or changes a local tool, which is left
+			// out whole.
+			continue
+		}
+		if n.Tools == nil {
+			n.Tools = map[string]*Tool{}
+		}
+		n.Tools[name] = nt
+	}
+
+	for _, name := range slices.Sorted(maps.Keys(c.Toolsets)) {
+		s := c.Toolsets[name]
+		key := "toolsets." + name
+		if len(s.Command) > 0 {
+			add(s.Pos, key+".command", "starts the program %s, which describes and runs tools", argv(s.Command))
+		}
+		for _, k := range setKeys(s, "enable", "command") {
+			add(s.Pos, key+"."+k, "changes how the toolset runs")
+		}
+		if s.Enable != nil && *s.Enable {
+			add(s.Pos, key+".enable", "turns the toolset on")
+		}
+		if s.Enable != nil && !*s.Enable {
+			if n.Toolsets == nil {
+				n.Toolsets = map[string]*Toolset{}
+			}
+			n.Toolsets[name] = &Toolset{Name: s.Name, Enable: s.Enable, Pos: s.Pos}
+		}
+	}
+
+	for _, name := range slices.Sorted(maps.Keys(c.MCP)) {
+		s := c.MCP[name]
+		key := "mcp." + name
+		if s == nil {
+			continue
+		}
+		if len(s.Command) > 0 {
+			add(s.Pos, key+".command", "starts the program %s, an MCP server", argv(s.Command))
+		}
+		if s.URL != "" {
+			add(s.Pos, key+".url", "connects to the MCP server at %q, with the headers and variables the table names", s.URL)
+		}
+		for _, k := range setKeys(s, "enable", "command", "url") {
+			add(s.Pos, key+"."+k, "changes how lathe reaches the server")
+		}
+		if s.Enable != nil && *s.Enable {
+			add(s.Pos, key+".enable", "turns the server on")
+		}
+		if s.Enable != nil && !*s.Enable {
+			if n.MCP == nil {
+				n.MCP = map[string]*MCPServer{}
+			}
+			n.MCP[name] = &MCPServer{Name: s.Name, Enable: s.Enable, Pos: s.Pos}
+		}
+	}
+
+	for _, r := range c.Policy.Rules {
+		if r.Approval == "deny" || r.Approval == "ask" {
+			n.Policy.Rules = append(n.Policy.Rules, r)
+			continue
+		}
+		what := "tool = " + quote(r.Tool)
+		if r.Args != "" {
+			what += ", args = " + quote(r.Args)
+		}
+		add(r.Pos, "policy.rules", "approval = %q for %s lets calls run without asking", string(r.Approval), what)
+	}
+
+	for _, k := range setKeys(&c.Audit) {
+		add(Pos{File: file}, "audit."+k, "changes where calls and grants are recorded, or what is")
+	}
+	switch c.Sandbox.Profile {
+	case "", "hardened":
+		n.Sandbox.Profile = c.Sandbox.Profile
+	default:
+		add(Pos{File: file}, "sandbox.profile", "runs process tools and run_command under the %s sandbox profile", c.Sandbox.Profile)
+	}
+	for _, k := range setKeys(&c.Sandbox.Limits) {
+		add(Pos{File: file}, "sandbox.limits."+k, "changes a limit of the sandbox")
+	}
+	for _, k := range setKeys(&c.Sandbox.Permissions) {
+		add(Pos{File: file}, "sandbox.permissions."+k, "lets sandboxed processes reach more")
+	}
+	slices.SortStableFunc(ws, func(a, b Widening) int { return cmp.Compare(a.Pos.Line, b.Pos.Line) })
+	return n, ws
+}
+
+// setKeys returns the TOML keys of the fields of the struct v points to that
+// are set (not zero), less those named in except.
+func setKeys(v any, except ...string) []string {
+	rv := reflect.ValueOf(v).Elem()
+	var out []string
+	for i := range rv.NumField() {
+		f := rv.Type().Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if !f.IsExported() || key == "" || key == "-" || slices.Contains(except, key) {
+			continue
+		}
+		if !rv.Field(i).IsZero() {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+func argv(a []string) string {
+	q := make([]string, len(a))
+	for i, s := range a {
+		q[i] = quote(s)
+	}
+	return "[" + strings.Join(q, " ") + "]"
+}
+
+// Pending is a file of the workspace that needs a person's trust and does
+// not have it: lathe applied only the narrowing part of it.
+type Pending struct {
+	Source *Source
+	// Widenings are the settings left out.
+	Widenings []Widening
+}
+
+// Decide merges srcs, read by [ReadSources], as [Load] would, with trust:
+// the user's file applies whole, and so does each other file that needs no
+// trust ([Config.Split] leaves nothing out) or that trusted says yes to. Of
+// any other file only the part Split keeps applies, its rules added to the
+// rules before them instead of replacing them; it is returned in pending.
+// A file that needs no trust keeps its rules the same way, so that a
+// workspace's deny rule never drops the user's own.
+//
+// trusted is asked about the exact bytes that were parsed (Source.Data),
+// so that a file changed after it was read cannot pass as the one trusted.
+// An error from trusted (a corrupt trust record, say) is returned: lathe
+// never takes a record it cannot read as trust.
+func Decide(srcs []*Source, trusted func(*Source) (bool, error)) (cfg *Config, pending []Pending, err error) {
+	cfg = &Config{}
+	for _, s := range srcs {
+		if s.User {
+			cfg.Merge(s.Config)
+			continue
+		}
+		n, ws := s.Config.Split()
+		if len(ws) > 0 {
+			ok, err := trusted(s)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ok {
+				cfg.Merge(s.Config)
+				continue
+			}
+		}
+		rules := append(slices.Clip(cfg.Policy.Rules), n.Policy.Rules...)
+		cfg.Merge(n)
+		cfg.Policy.Rules = rules
+		if len(ws) > 0 {
+			pending = append(pending, Pending{Source: s, Widenings: ws})
+		}
+	}
+	return cfg, pending, nil
+}

@@ -1,0 +1,88 @@
+package trust
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxDiffCells bounds the work of [Diff]: past it, the files are shown whole
+// rather than compared line by line.
+const maxDiffCells = 4 << 20
+
+// Diff returns the lines of new that are not in old, marked "+ ", and those
+// of old that are not in new, marked "- ", in file order, with the lines
+// they share marked "  ". It returns "" when old and new are equal.
+func Diff(old, new string) string {
+	if old == new {
+		return ""
+	}
+	a, b := lines(old), lines(new)
+	var sb strings.Builder
+	if len(a)*len(b) > maxDiffCells {
+		for _, l := range a {
+			sb.WriteString("- " + l + "\n")
+		}
+		for _, l := range b {
+			sb.WriteString("+ " + l + "\n")
+		}
+		return sb.String()
+	}
+	// lcs[i][j] is the length of the longest common subsequence of a[i:]
+	// and b[j:].
+	lcs := make([][]int, len(a)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case i < len(a) && j < len(b) && a[i] == b[j]:
+			sb.WriteString("  " + a[i] + "\n")
+			i, j = i+1, j+1
+		case j < len(b) && (i == len(a) || lcs[i][j+1] >= lcs[i+1][j]):
+			sb.WriteString("+ " + b[j] + "\n")
+			j++
+		default:
+			sb.WriteString("- " + a[i] + "\n")
+			i++
+		}
+	}
+	return sb.String()
+}
+
+// lines splits s into lines, each made [Visible].
+func lines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	ls := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	for i, l := range ls {
+		ls[i] = Visible(l)
+	}
+	return ls
+}
+
+// Visible returns line as it can be shown on a terminal without deceiving:
+// a line holding a control character (a carriage return or an escape
+// sequence could hide what follows it) or bytes that are not UTF-8 is shown
+// quoted, with those escaped.
+func Visible(line string) string {
+	ok := utf8.ValidString(line) && !strings.ContainsFunc(line, func(r rune) bool {
+		return r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r))
+	})
+	if ok {
+		return line
+	}
+	return strconv.Quote(line)
+}
