@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // WorkspaceFile is the name of the config file in a workspace.
@@ -36,7 +37,9 @@ type Source struct {
 	// Config is what Data say.
 	Config *Config
 	// User is true for the user's own file (see [UserFile]), which needs no
-	// trust: it is the person's own.
+	// trust: it is the person's own. A user file that lies inside the
+	// workspace (a workspace that is the home directory, say) is not: what
+	// runs in the workspace could have written it.
 	User bool
 }
 
@@ -69,6 +72,9 @@ func Load(workspace, explicit string) (*Config, error) {
 // ReadSources reads and parses the files [Load] reads, in the same order,
 // each exactly once, and returns them unmerged.
 func ReadSources(workspace, explicit string) ([]*Source, error) {
+	if workspace == "" {
+		workspace = "."
+	}
 	type file struct {
 		name     string
 		required bool
@@ -102,10 +108,34 @@ func ReadSources(workspace, explicit string) ([]*Source, error) {
 			errs = append(errs, err)
 			continue
 		}
-		srcs = append(srcs, &Source{Name: f.name, Data: data, Config: c, User: f.user})
+		srcs = append(srcs, &Source{Name: f.name, Data: data, Config: c, User: f.user && !inside(workspace, f.name)})
 	}
 	if err := join(errs); err != nil {
 		return nil, err
 	}
 	return srcs, nil
+}
+
+// inside reports whether the file p lies within the directory root, links
+// resolved; when either cannot be resolved, it says yes, the safe answer.
+func inside(root, p string) bool {
+	r, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return true
+	}
+	if r, err = filepath.Abs(r); err != nil {
+		return true
+	}
+	d, err := filepath.EvalSymlinks(filepath.Dir(p))
+	if err != nil {
+		return true
+	}
+	if d, err = filepath.Abs(d); err != nil {
+		return true
+	}
+	rel, err := filepath.Rel(r, filepath.Join(d, filepath.Base(p)))
+	if err != nil {
+		return true
+	}
+	return rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

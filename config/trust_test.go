@@ -368,3 +368,26 @@ func TestReadSourcesReadsOnce(t *testing.T) {
 		t.Errorf("sources %+v", srcs)
 	}
 }
+
+// A user file inside the workspace (the home directory as the workspace)
+// is not the person's own: what runs in the workspace could have written
+// it.
+func TestUserFileInsideWorkspace(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	os.MkdirAll(filepath.Join(home, ".config", "lathe"), 0o755)
+	if err := os.WriteFile(UserFile(), []byte("[tools.x]\nsummary = \"s\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srcs, err := ReadSources(home, "")
+	if err != nil || len(srcs) != 1 {
+		t.Fatal(srcs, err)
+	}
+	if srcs[0].User {
+		t.Error("a user file inside the workspace counts as the user's own")
+	}
+	ws := t.TempDir()
+	if srcs, err = ReadSources(ws, ""); err != nil || len(srcs) != 1 || !srcs[0].User {
+		t.Errorf("a user file outside the workspace: %+v %v, want it the user's own", srcs, err)
+	}
+}
