@@ -62,12 +62,13 @@ func (g *globals) loadConfig(ws string, mode trustMode) (*config.Config, []confi
 	}
 	store, storeErr := trustStore()
 	status := map[*config.Source]trust.Status{}
+	records := map[*config.Source]*trust.Record{}
 	check := func(s *config.Source) (bool, error) {
 		if storeErr != nil {
 			return false, storeErr
 		}
-		st, _, err := store.Check(ws, s.Name, s.Data)
-		status[s] = st
+		st, rec, err := store.Check(ws, s.Name, s.Data)
+		status[s], records[s] = st, rec
 		return st == trust.Trusted, err
 	}
 	cfg, pending, err := config.Decide(srcs, check)
@@ -80,7 +81,13 @@ func (g *globals) loadConfig(ws string, mode trustMode) (*config.Config, []confi
 	if mode == trustAsk && isTerminal(g.streams.In) {
 		asked := false
 		for _, p := range pending {
-			showPending(g.streams.Err, p.Source.Name, status[p.Source], p.Widenings, "")
+			// A changed file shows what changed; a new one, what it
+			// would do (lathe trust shows the whole of it).
+			diff := ""
+			if r := records[p.Source]; r != nil {
+				diff = trust.Diff(r.Content, string(p.Source.Data))
+			}
+			showPending(g.streams.Err, p.Source.Name, status[p.Source], p.Widenings, diff)
 			ok, err := confirm(g.streams.In, g.streams.Err, "Trust "+trust.Visible(p.Source.Name)+"?")
 			if err != nil {
 				return nil, nil, err

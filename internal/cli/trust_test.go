@@ -96,6 +96,24 @@ func TestCallAsksOnTerminal(t *testing.T) {
 				if code := Run(ctx, []string{"--workspace", ws, "list"}, Streams{In: strings.NewReader(""), Out: &out, Err: &errs2}); code != ExitOK || errs2.Len() > 0 {
 					t.Errorf("after yes, list: exit %d, %s", code, errs2.String())
 				}
+				// Changed by one byte, the file is asked about again, with
+				// the change shown; no answer runs nothing.
+				changed := strings.Replace(toml, "touch planted", "touch plantex", 1)
+				if err := os.WriteFile(filepath.Join(ws, "lathe.toml"), []byte(changed), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				master.Write([]byte("\n"))
+				var errs3 bytes.Buffer
+				code := Run(ctx, []string{"--workspace", ws, "call", "plant"}, Streams{In: slave, Out: &out, Err: &errs3})
+				for _, want := range []string{"is changed since it was trusted", "Changes since it was trusted:",
+					`  - command = ["sh", "-c", "touch planted; echo ran"]`, `  + command = ["sh", "-c", "touch plantex; echo ran"]`} {
+					if !strings.Contains(errs3.String(), want) {
+						t.Errorf("the question about the changed file lacks %q:\n%s", want, errs3.String())
+					}
+				}
+				if _, err := os.Stat(filepath.Join(ws, "plantex")); err == nil || code != ExitUnknownTool {
+					t.Errorf("the changed file ran without a yes (exit %d)", code)
+				}
 			} else if code != ExitUnknownTool || !strings.Contains(errs.String(), "lathe trust --workspace "+shellQuote(ws)) {
 				t.Errorf("after %q: exit %d, want %d and the command to trust it:\n%s", tc.answer, code, ExitUnknownTool, errs.String())
 			}
