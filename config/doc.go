@@ -18,6 +18,21 @@
 //		return err // lathe.toml:12: [tools.raed_file] no tool is named "raed_file"
 //	}
 //
+// A workspace's file is code: it can start programs and widen what is
+// allowed. A program that acts on it reads the files with [ReadSources] and
+// merges them with [Decide], which applies a workspace file whole only when
+// a person has trusted its exact bytes (package trust), and otherwise only
+// the part [Config.Split] keeps, the part that can only narrow:
+//
+//	srcs, err := config.ReadSources(workspace, explicitPath)
+//	cfg, pending, err := config.Decide(srcs, func(s *config.Source) (bool, error) {
+//		st, _, err := store.Check(workspace, s.Name, s.Data)
+//		return st == trust.Trusted, err
+//	})
+//	for _, p := range pending {
+//		report(p.Source.Name, p.Widenings) // what was left out, and why
+//	}
+//
 // The keys are the `toml` tags of [Config] and the types below it; the
 // project's docs/config.md documents each for users. Adding a key is adding a
 // tagged, documented field: a key that no field names is an error, whatever

@@ -11,9 +11,10 @@ import (
 // rather than compared line by line.
 const maxDiffCells = 4 << 20
 
-// Diff returns the lines of new that are not in old, marked "+ ", and those
-// of old that are not in new, marked "- ", in file order, with the lines
-// they share marked "  ". It returns "" when old and new are equal.
+// Diff returns the lines of old that are not in new, marked "- ", and those
+// of new that are not in old, marked "+ ", in file order, with the lines
+// they share marked "  ". It returns "" when old and new are equal. Lines
+// are shown [Visible].
 func Diff(old, new string) string {
 	if old == new {
 		return ""
@@ -50,12 +51,12 @@ func Diff(old, new string) string {
 		case i < len(a) && j < len(b) && a[i] == b[j]:
 			sb.WriteString("  " + a[i] + "\n")
 			i, j = i+1, j+1
-		case j < len(b) && (i == len(a) || lcs[i][j+1] >= lcs[i+1][j]):
-			sb.WriteString("+ " + b[j] + "\n")
-			j++
-		default:
+		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
 			sb.WriteString("- " + a[i] + "\n")
 			i++
+		default:
+			sb.WriteString("+ " + b[j] + "\n")
+			j++
 		}
 	}
 	return sb.String()

@@ -320,7 +320,7 @@ func TestList(t *testing.T) {
 
 func TestDiff(t *testing.T) {
 	got := Diff("a\nb\nc\n", "a\nB\nc\nd\n")
-	want := "  a\n+ B\n- b\n  c\n+ d\n"
+	want := "  a\n- b\n+ B\n  c\n+ d\n"
 	if got != want {
 		t.Errorf("Diff:\n%s\nwant:\n%s", got, want)
 	}
