@@ -108,7 +108,7 @@ func (g *globals) loadConfig(ws string, mode trustMode) (*config.Config, []confi
 			return cfg, pending, nil
 		}
 	}
-	cmd := g.trustCommand(ws)
+	cmd := g.trustCommand(ws, pending)
 	if mode == trustRefuse {
 		var sb strings.Builder
 		for _, p := range pending {
@@ -136,11 +136,22 @@ func leftOut(cfg *config.Config, pending []config.Pending) func(name string) boo
 	}
 }
 
-// trustCommand is the command that trusts the workspace's configuration.
-func (g *globals) trustCommand(ws string) string {
+// trustCommand is the command that trusts the files of pending: the
+// workspace's own file by default, or each named.
+func (g *globals) trustCommand(ws string, pending []config.Pending) string {
 	cmd := "lathe trust --workspace " + shellQuote(ws)
-	if g.config != "" {
-		cmd += " --config " + shellQuote(g.config)
+	def := g.config
+	if def == "" {
+		def = filepath.Join(ws, config.WorkspaceFile)
+	}
+	if !slices.ContainsFunc(pending, func(p config.Pending) bool { return p.Source.Name != def }) {
+		if g.config != "" {
+			cmd += " --config " + shellQuote(g.config)
+		}
+		return cmd
+	}
+	for _, p := range pending {
+		cmd += " " + shellQuote(p.Source.Name)
 	}
 	return cmd
 }
