@@ -4,8 +4,8 @@
 //	[toolsets.text]
 //	command = ["./multitool"]
 //
-// in lathe.toml; lathe asks the binary for its tools' schemas once and caches
-// them. Try it by hand:
+// in lathe.toml, and trust the file once with `lathe trust`; lathe asks the
+// binary for its tools' schemas once and caches them. Try it by hand:
 //
 //	echo '{"protocol":1,"action":"schema"}' | go run ./examples/multitool
 //	echo '{"protocol":1,"action":"run","tool":"word_count","arguments":{"text":"a b"}}' | go run ./examples/multitool
