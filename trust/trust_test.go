@@ -351,3 +351,33 @@ func TestVisible(t *testing.T) {
 		t.Errorf("Diff does not escape a control sequence: %q", d)
 	}
 }
+
+// BenchmarkCheck measures what trust adds to starting lathe with a trusted
+// 4 KiB lathe.toml: resolving the paths, reading the record and hashing. The
+// floor is BenchmarkReadFile, reading the file itself.
+func BenchmarkCheck(b *testing.B) {
+	data := strings.Repeat("[tools.x]\ncommand = [\"./x\"]\n", 4096/26)
+	root := b.TempDir()
+	ws := filepath.Join(root, "ws")
+	os.Mkdir(ws, 0o755)
+	file := filepath.Join(ws, "lathe.toml")
+	os.WriteFile(file, []byte(data), 0o644)
+	s := Open(filepath.Join(root, "state"))
+	if err := s.Trust(ws, file, []byte(data)); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("ReadFile", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := os.ReadFile(file); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Check", func(b *testing.B) {
+		for b.Loop() {
+			if st, _, err := s.Check(ws, file, []byte(data)); st != Trusted || err != nil {
+				b.Fatal(st, err)
+			}
+		}
+	})
+}
