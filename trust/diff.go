@@ -9,7 +9,7 @@ import (
 
 // maxDiffCells bounds the work of [Diff]: past it, the files are shown whole
 // rather than compared line by line.
-const maxDiffCells = 4 << 20
+const maxDiffCells = 1 << 20
 
 // Diff returns the lines of old that are not in new, marked "- ", and those
 // of new that are not in old, marked "+ ", in file order, with the lines
