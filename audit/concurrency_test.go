@@ -1,0 +1,188 @@
+package audit_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lathe-tools/lathe/audit"
+	"github.com/lathe-tools/lathe/policy"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// TestEveryConcurrentCallRecorded runs 2,000 calls at once through the
+// audit middleware: each must leave exactly one record, finished, and no call
+// may be refused for want of a record.
+func TestEveryConcurrentCallRecorded(t *testing.T) {
+	s, _ := open(t)
+	e := newEngine(s, &policy.Policy{})
+	defer e.Close()
+	const n = 2000
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan string, n)
+	for i := range n {
+		wg.Go(func() {
+			out := e.Call(ctx, &tool.Call{ID: strconv.Itoa(i), Name: "look", Arguments: json.RawMessage(`{"path":"x"}`)})
+			if out.Result == nil || out.Result.IsError {
+				errs <- fmt.Sprintf("call %d: %+v", i, out.Result)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	failed := 0
+	for msg := range errs {
+		if failed < 3 {
+			t.Error(msg)
+		}
+		failed++
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d calls failed", failed, n)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the calls did not end within two minutes")
+	}
+	checkRecords(t, s, n)
+}
+
+// checkRecords asserts that s holds exactly n records, each finished with
+// outcome ok, with n distinct call ids.
+func checkRecords(t *testing.T, s *audit.Store, n int) {
+	t.Helper()
+	recs, err := s.List(context.Background(), audit.Filter{Limit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	bad := 0
+	for _, r := range recs {
+		ids[r.CallID] = true
+		if r.Status != audit.StatusDone || r.Outcome != "ok" {
+			if bad < 3 {
+				t.Errorf("record not finished: %+v", r)
+			}
+			bad++
+		}
+	}
+	if len(recs) != n || len(ids) != n || bad != 0 {
+		t.Fatalf("%d records (%d distinct calls, %d unfinished); want %d, all finished", len(recs), len(ids), bad, n)
+	}
+}
+
+// TestTwoProcessesRecordEverything writes from this process and from a
+// second one (this test binary again, see TestMain) into one database at
+// the same time, as `lathe serve` and `lathe call` on one workspace do.
+func TestTwoProcessesRecordEverything(t *testing.T) {
+	s, path := open(t)
+	const each = 2000
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "AUDIT_WRITER_DB="+path, "AUDIT_WRITER_CALLS="+strconv.Itoa(each))
+	// The second process says "ready" once its store is open and starts
+	// on "go", so that both write at the same time.
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errb := &syncBuf{}
+	cmd.Stderr = errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make([]byte, len("ready\n"))
+	if _, err := io.ReadFull(stdout, ready); err != nil || string(ready) != "ready\n" {
+		t.Fatalf("the second process did not get ready: %q %v: %s", ready, err, errb)
+	}
+	e := newEngine(s, &policy.Policy{})
+	defer e.Close()
+	io.WriteString(stdin, "go\n")
+	failed := concurrentCalls(ctx, e, "here", each)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the second process: %v (hung past the deadline if killed): %s", err, errb)
+	}
+	if failed > 0 {
+		t.Errorf("%d calls failed in this process", failed)
+	}
+	checkRecords(t, s, 2*each)
+}
+
+// writer is the second process of TestTwoProcessesRecordEverything.
+func writer(path string, n int) {
+	s, err := audit.Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	e := newEngine(s, &policy.Policy{})
+	fmt.Println("ready")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		os.Exit(2)
+	}
+	failed := concurrentCalls(context.Background(), e, "there", n)
+	e.Close()
+	if err := s.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if failed > 0 {
+		fmt.Fprintf(os.Stderr, "%d calls failed\n", failed)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b = append(s.b, p...)
+	return len(p), nil
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.b)
+}
+
+// concurrentCalls makes n calls of look at once, their ids prefixed, and
+// returns how many failed.
+func concurrentCalls(ctx context.Context, e interface {
+	Call(context.Context, *tool.Call) *tool.Outcome
+}, prefix string, n int) int {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failed := 0
+	for i := range n {
+		wg.Go(func() {
+			out := e.Call(ctx, &tool.Call{ID: prefix + strconv.Itoa(i), Name: "look", Arguments: json.RawMessage(`{"path":"x"}`)})
+			if out.Result == nil || out.Result.IsError {
+				mu.Lock()
+				failed++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return failed
+}
