@@ -2,9 +2,13 @@ package audit_test
 
 import (
 	"bufio"
+	"errors"
+	"path/filepath"
+
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/lathe-tools/lathe/runtime/builtin"
 	"io"
 	"os"
 	"os/exec"
@@ -185,4 +189,63 @@ func concurrentCalls(ctx context.Context, e interface {
 	}
 	wg.Wait()
 	return failed
+}
+
+// TestCloseFinishesCallsInFlight closes the store while a call runs and is
+// then cancelled, as lathe serve does on shutdown: the call's record must be
+// finished, not left started.
+func TestCloseFinishesCallsInFlight(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lathe.db")
+	s, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(s, &policy.Policy{})
+	defer e.Close()
+	running := make(chan struct{})
+	e.Register(builtin.Must(builtin.Func(tool.Definition{Name: "wait", Annotations: tool.Annotations{ReadOnlyHint: true}},
+		func(ctx context.Context, in in) (string, error) {
+			close(running)
+			<-ctx.Done()
+			return "", ctx.Err()
+		})))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	called := make(chan *tool.Outcome, 1)
+	go func() {
+		called <- e.Call(ctx, &tool.Call{ID: "w", Name: "wait", Arguments: json.RawMessage(`{"path":"x"}`)})
+	}()
+	select {
+	case <-running:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call did not start")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close hung")
+	}
+	<-called
+	s2, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	recs, err := s2.List(context.Background(), audit.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Status != audit.StatusDone || recs[0].Outcome != string(tool.KindCancelled) {
+		t.Fatalf("records: %+v", recs)
+	}
+	if _, err := s.Start(context.Background(), &audit.Record{Tool: "late"}); !errors.Is(err, audit.ErrClosed) {
+		t.Errorf("a write after Close: %v, want ErrClosed", err)
+	}
 }
