@@ -2,16 +2,14 @@ package audit_test
 
 import (
 	"bufio"
-	"errors"
-	"path/filepath"
-
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/lathe-tools/lathe/runtime/builtin"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/lathe-tools/lathe/audit"
 	"github.com/lathe-tools/lathe/policy"
+	"github.com/lathe-tools/lathe/runtime/builtin"
 	"github.com/lathe-tools/lathe/tool"
 )
 
