@@ -241,6 +241,12 @@ func (s *Store) write(w *writer) {
 // tried again in a transaction of its own, so that one bad write does not
 // cost the others their records.
 func (w *writer) commit(batch []*op) {
+	if len(batch) == 1 {
+		// Every write is one statement, which SQLite commits on its own;
+		// BEGIN and COMMIT would only add two round trips.
+		batch[0].errc <- batch[0].run(w)
+		return
+	}
 	err := w.tx(func() error {
 		for _, o := range batch {
 			if err := o.run(w); err != nil {
@@ -249,7 +255,7 @@ func (w *writer) commit(batch []*op) {
 		}
 		return nil
 	})
-	if err == nil || len(batch) == 1 {
+	if err == nil {
 		for _, o := range batch {
 			o.errc <- err
 		}
