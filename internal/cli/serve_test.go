@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -17,6 +18,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lathe-tools/lathe/audit"
 	"github.com/lathe-tools/lathe/server"
 )
 
@@ -359,5 +361,65 @@ func TestServeBadAddress(t *testing.T) {
 		Out: &bytes.Buffer{}, Err: errb})
 	if code != ExitUsage || !strings.Contains(errb.String(), "HOST:PORT") {
 		t.Errorf("exit %d: %s", code, errb)
+	}
+}
+
+// TestServeManyCallsRecorded makes 600 calls at once through lathe serve
+// over HTTP: none is refused, and the audit log holds each, finished.
+func TestServeManyCallsRecorded(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", filepath.Join(t.TempDir(), "state"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(t.TempDir(), "config"))
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "hello.txt"), []byte("hello\n"), 0o644)
+	url, stderr := startServeIn(t, ws, "--http", "127.0.0.1:0")
+	m := regexp.MustCompile(`Authorization: Bearer (\w+)`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no token printed: %s", stderr)
+	}
+	cs, err := connectHTTP(t, url, "Bearer "+m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	const n = 600
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []string
+	for range n {
+		wg.Go(func() {
+			r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "hello.txt"}})
+			if err != nil || r.IsError {
+				mu.Lock()
+				failures = append(failures, fmt.Sprint(err, r))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatal("the calls did not end within two minutes")
+	}
+	if len(failures) > 0 {
+		t.Fatalf("%d of %d calls failed, the first: %s", len(failures), n, failures[0])
+	}
+	s, err := audit.Open(filepath.Join(ws, audit.DefaultPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	recs, err := s.List(context.Background(), audit.Filter{Limit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := 0
+	for _, r := range recs {
+		if r.Status == audit.StatusDone && r.Outcome == "ok" && r.Tool == "read_file" {
+			done++
+		}
+	}
+	if len(recs) != n || done != n {
+		t.Fatalf("%d records, %d of them finished ok; want %d, all finished", len(recs), done, n)
 	}
 }
