@@ -67,7 +67,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "serve over streamable HTTP on `ADDR` (HOST:PORT, or unix:PATH) instead of stdio")
 	cmd.Flags().StringVar(&token, "token", "", "bearer token that HTTP requests must carry (default: $"+TokenEnv+
-		", else the workspace's token file)")
+		", else the workspace's token file); other users see it in the process list, so prefer $"+TokenEnv)
 	return cmd
 }
 
