@@ -180,3 +180,47 @@ func jsonEqual(a, b json.RawMessage) bool {
 	}
 	return reflect.DeepEqual(x, y)
 }
+
+// FuzzRequestsFromWire feeds an upstream server's sampling and elicitation
+// requests, any bytes at all: converting them to lathe's and back must never
+// panic, and a request must go back to the client as the server sent it.
+func FuzzRequestsFromWire(f *testing.F) {
+	for _, s := range []string{
+		`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10,"systemPrompt":"be brief"}`,
+		`{"messages":[null,{"role":"assistant","content":{"type":"image","data":"AA==","mimeType":"image/png"}}],"maxTokens":0}`,
+		`{"message":"Name?","requestedSchema":{"type":"object","properties":{"n":{"type":"string"}}}}`,
+		`{"message":"Open","mode":"url","url":"https://example.invalid/x","elicitationId":"e1"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, wire []byte) {
+		var cm sdk.CreateMessageParams
+		if json.Unmarshal(wire, &cm) == nil {
+			r, err := mcpconv.Sampling(&cm)
+			if err == nil {
+				back, err := mcpconv.SDKSampling(r)
+				if err != nil {
+					t.Fatalf("SDKSampling of lathe's own request %s: %v", r.Params, err)
+				}
+				a, errA := json.Marshal(&cm)
+				b, errB := json.Marshal(back)
+				if errA != nil || errB != nil || !jsonEqual(a, b) {
+					t.Fatalf("sampling request changed on its way:\nin  %s\nout %s", a, b)
+				}
+			}
+		}
+		var ep sdk.ElicitParams
+		if json.Unmarshal(wire, &ep) == nil {
+			r, err := mcpconv.Elicit(&ep)
+			if err != nil {
+				return
+			}
+			back := mcpconv.SDKElicit(r)
+			a, errA := json.Marshal(&ep)
+			b, errB := json.Marshal(back)
+			if errA != nil || errB != nil || !jsonEqual(a, b) {
+				t.Fatalf("elicitation request changed on its way:\nin  %s\nout %s", a, b)
+			}
+		}
+	})
+}
