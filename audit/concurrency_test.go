@@ -88,44 +88,99 @@ func checkRecords(t *testing.T, s *audit.Store, n int) {
 // the same time, as `lathe serve` and `lathe call` on one workspace do.
 func TestTwoProcessesRecordEverything(t *testing.T) {
 	s, path := open(t)
-	const each = 2000
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "AUDIT_WRITER_DB="+path, "AUDIT_WRITER_CALLS="+strconv.Itoa(each))
-	// The second process says "ready" once its store is open and starts
-	// on "go", so that both write at the same time.
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	errb := &syncBuf{}
-	cmd.Stderr = errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make([]byte, len("ready\n"))
-	if _, err := io.ReadFull(stdout, ready); err != nil || string(ready) != "ready\n" {
-		t.Fatalf("the second process did not get ready: %q %v: %s", ready, err, errb)
-	}
+	const each = 2000
+	p := startWriter(t, ctx, path, each)
 	e := newEngine(s, &policy.Policy{})
 	defer e.Close()
-	io.WriteString(stdin, "go\n")
+	p.ready(t)
+	p.start()
 	failed := concurrentCalls(ctx, e, "here", each)
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("the second process: %v (hung past the deadline if killed): %s", err, errb)
-	}
+	p.wait(t)
 	if failed > 0 {
 		t.Errorf("%d calls failed in this process", failed)
 	}
 	checkRecords(t, s, 2*each)
 }
 
-// writer is the second process of TestTwoProcessesRecordEverything.
+// TestProcessesCreateDatabaseTogether: several processes open a database
+// that does not exist yet at the same moment (creating it, switching it to
+// WAL) and write at once; every call is recorded.
+func TestProcessesCreateDatabaseTogether(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".lathe", "lathe.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const procs, each = 4, 300
+	var ps []*writerProc
+	for range procs {
+		ps = append(ps, startWriter(t, ctx, path, each))
+	}
+	for _, p := range ps {
+		p.ready(t)
+	}
+	for _, p := range ps {
+		p.start()
+	}
+	for _, p := range ps {
+		p.wait(t)
+	}
+	s, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkRecords(t, s, procs*each)
+}
+
+// writerProc is a second process writing calls (see writer): it says
+// "ready" once its store is open and starts on "go", so that the processes
+// write at the same time.
+type writerProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.Reader
+	errb   *syncBuf
+}
+
+func startWriter(t *testing.T, ctx context.Context, path string, calls int) *writerProc {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "AUDIT_WRITER_DB="+path, "AUDIT_WRITER_CALLS="+strconv.Itoa(calls))
+	p := &writerProc{cmd: cmd, errb: &syncBuf{}}
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if p.stdout, err = cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = p.errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p *writerProc) ready(t *testing.T) {
+	t.Helper()
+	ready := make([]byte, len("ready\n"))
+	if _, err := io.ReadFull(p.stdout, ready); err != nil || string(ready) != "ready\n" {
+		t.Fatalf("a writer process did not get ready (killed at the test's deadline if it hung): %q %v: %s",
+			ready, err, p.errb)
+	}
+}
+
+func (p *writerProc) start() { io.WriteString(p.stdin, "go\n") }
+
+func (p *writerProc) wait(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("a writer process: %v (killed at the test's deadline if it hung): %s", err, p.errb)
+	}
+}
+
+// writer is the process of startWriter.
 func writer(path string, n int) {
 	s, err := audit.Open(path)
 	if err != nil {
@@ -137,7 +192,7 @@ func writer(path string, n int) {
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		os.Exit(2)
 	}
-	failed := concurrentCalls(context.Background(), e, "there", n)
+	failed := concurrentCalls(context.Background(), e, fmt.Sprintf("there%d-", os.Getpid()), n)
 	e.Close()
 	if err := s.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
