@@ -86,10 +86,11 @@ type Store struct {
 	closed  bool
 	open    atomic.Int64 // records started and not finished
 	closing sync.Once
-	err     error
+	err     error // of Close
 }
 
-// An op is one write, run by the writer inside a transaction.
+// An op is one write, of one statement, run by the writer alone or in a
+// transaction with the writes queued beside it.
 type op struct {
 	run  func(w *writer) error
 	errc chan error
