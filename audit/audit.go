@@ -5,7 +5,8 @@
 // the same row completed when the call ends. A process that dies in the
 // middle of a call leaves its row started, which [Store.List] reports as
 // incomplete: a record is never lost. The database runs in WAL mode, so
-// that `lathe audit` reads while a server writes.
+// that `lathe audit` reads while a server writes; each Store writes through
+// one goroutine (see [Store]), and several processes may share the file.
 package audit
 
 import (
@@ -16,6 +17,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite", pure Go
@@ -62,9 +65,61 @@ type Record struct {
 }
 
 // Store is an open audit database. Its methods are safe for concurrent use.
+//
+// One goroutine owns the store's only write connection: every write (a
+// record started, a record finished, a grant) is queued to it, and it
+// commits what has queued up in one transaction. SQLite takes one writer at
+// a time anyway; many connections writing at once only fight over the lock
+// and, under load, fail with SQLITE_BUSY. The queue is bounded, so that a
+// burst of calls waits for the writer rather than piling up in memory or
+// losing records. Another process writing the same database (lathe serve
+// and lathe call on one workspace) is waited for through SQLite's busy
+// timeout.
 type Store struct {
-	db *sql.DB
+	db *sql.DB // readers; query_only
+
+	wdb  *sql.DB
+	ops  chan *op
+	done chan struct{} // closed when the writer has stopped
+
+	mu      sync.RWMutex // held for reading while an op is queued; Close takes it to stop the queue
+	closed  bool
+	open    atomic.Int64 // records started and not finished
+	closing sync.Once
+	err     error // of Close
 }
+
+// An op is one write, of one statement, run by the writer alone or in a
+// transaction with the writes queued beside it.
+type op struct {
+	run  func(w *writer) error
+	errc chan error
+}
+
+// writer is the write connection and its prepared statements; only the
+// writer goroutine uses it.
+type writer struct {
+	conn          *sql.Conn
+	start, finish *sql.Stmt
+}
+
+const (
+	// queueLen bounds the writes waiting for the writer; a call that finds
+	// the queue full waits.
+	queueLen = 1024
+	// maxBatch bounds the writes of one transaction, so that a waiting
+	// call's commit is never put off for long.
+	maxBatch = 256
+	// busyTimeout is how long a write waits for another process that holds
+	// the database's write lock.
+	busyTimeout = 10 * time.Second
+	// closeGrace is how long Close waits for calls in flight to finish
+	// their records.
+	closeGrace = 5 * time.Second
+)
+
+// ErrClosed is returned by writes to a closed store.
+var ErrClosed = errors.New("audit: the store is closed")
 
 const schemaSQL = `
 CREATE TABLE IF NOT EXISTS calls (
@@ -96,45 +151,207 @@ func Open(path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	// busy_timeout makes concurrent writers (a server, a CLI call) wait for
-	// each other rather than fail; WAL lets readers run beside a writer.
-	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
-	db, err := sql.Open("sqlite", dsn)
+	// The busy timeout comes first, so that even switching to WAL waits for
+	// another process opening the same file. WAL lets readers run beside the
+	// writer; NORMAL synchronisation keeps a committed record through a
+	// crash of lathe (not of the machine) at a fraction of FULL's cost.
+	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", busyTimeout.Milliseconds())
+	wdb, err := sql.Open("sqlite", "file:"+path+"?"+busy+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
 	if err != nil {
 		return nil, fmt.Errorf("audit: opening %s: %w", path, err)
 	}
-	if _, err := db.Exec(schemaSQL); err != nil {
-		db.Close()
+	wdb.SetMaxOpenConns(1)
+	w, err := newWriter(wdb)
+	if err != nil {
+		wdb.Close()
 		return nil, fmt.Errorf("audit: opening %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
-}
-
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
-
-// Start writes a started record and returns its id.
-func (s *Store) Start(ctx context.Context, r *Record) (int64, error) {
-	res, err := s.db.ExecContext(context.WithoutCancel(ctx),
-		`INSERT INTO calls (call_id, time_ns, tool, arguments, status, args_bytes, pid) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		r.CallID, r.Time.UnixNano(), r.Tool, r.Arguments, StatusStarted, r.ArgsBytes, r.PID)
+	// Readers cannot write: every write goes through the writer.
+	db, err := sql.Open("sqlite", "file:"+path+"?"+busy+"&_pragma=query_only(1)")
 	if err != nil {
-		return 0, fmt.Errorf("audit: %w", err)
+		w.close()
+		wdb.Close()
+		return nil, fmt.Errorf("audit: opening %s: %w", path, err)
 	}
-	return res.LastInsertId()
+	db.SetMaxOpenConns(4)
+	s := &Store{db: db, wdb: wdb, ops: make(chan *op, queueLen), done: make(chan struct{})}
+	go s.write(w)
+	return s, nil
 }
 
-// Finish completes the record id with r's decision and outcome. It runs even
-// when ctx was cancelled: a cancelled call is still recorded.
-func (s *Store) Finish(ctx context.Context, id int64, r *Record) error {
-	_, err := s.db.ExecContext(context.WithoutCancel(ctx),
+func newWriter(wdb *sql.DB) (*writer, error) {
+	ctx := context.Background()
+	conn, err := wdb.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := &writer{conn: conn}
+	if _, err := conn.ExecContext(ctx, schemaSQL); err != nil {
+		w.close()
+		return nil, err
+	}
+	if w.start, err = conn.PrepareContext(ctx,
+		`INSERT INTO calls (call_id, time_ns, tool, arguments, status, args_bytes, pid) VALUES (?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		w.close()
+		return nil, err
+	}
+	if w.finish, err = conn.PrepareContext(ctx,
 		`UPDATE calls SET decision = ?, decided_by = ?, reason = ?, status = ?, outcome = ?, duration_ns = ?,
-		result_bytes = ? WHERE id = ?`,
-		r.Decision, r.DecidedBy, r.Reason, StatusDone, r.Outcome, int64(r.Duration), r.ResultBytes, id)
-	if err != nil {
+		result_bytes = ? WHERE id = ?`); err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *writer) close() {
+	for _, st := range []*sql.Stmt{w.start, w.finish} {
+		if st != nil {
+			st.Close()
+		}
+	}
+	w.conn.Close()
+}
+
+// write is the writer goroutine: it takes what has queued up, up to
+// maxBatch writes, and commits them in one transaction, until the queue is
+// closed and empty.
+func (s *Store) write(w *writer) {
+	defer close(s.done)
+	defer w.close()
+	batch := make([]*op, 0, maxBatch)
+	for o := range s.ops {
+		batch = append(batch[:0], o)
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case o, ok := <-s.ops:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, o)
+			default:
+				break fill
+			}
+		}
+		w.commit(batch)
+	}
+}
+
+// commit runs a batch in one transaction. When that fails, each write is
+// tried again in a transaction of its own, so that one bad write does not
+// cost the others their records.
+func (w *writer) commit(batch []*op) {
+	if len(batch) == 1 {
+		// Every write is one statement, which SQLite commits on its own;
+		// BEGIN and COMMIT would only add two round trips.
+		batch[0].errc <- batch[0].run(w)
+		return
+	}
+	err := w.tx(func() error {
+		for _, o := range batch {
+			if err := o.run(w); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		for _, o := range batch {
+			o.errc <- err
+		}
+		return
+	}
+	for _, o := range batch {
+		o.errc <- w.tx(func() error { return o.run(w) })
+	}
+}
+
+// tx runs f in an immediate transaction: the write lock is taken at BEGIN,
+// where SQLite waits out another process's lock, not at the first write,
+// where a transaction that read first could only fail.
+func (w *writer) tx(f func() error) error {
+	ctx := context.Background()
+	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	if err := f(); err != nil {
+		w.conn.ExecContext(ctx, "ROLLBACK")
+		return err
+	}
+	if _, err := w.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		w.conn.ExecContext(ctx, "ROLLBACK")
+		return err
+	}
+	return nil
+}
+
+// do queues a write and waits until it is committed. A full queue makes it
+// wait: records are never dropped to keep up.
+func (s *Store) do(run func(w *writer) error) error {
+	o := &op{run: run, errc: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	s.ops <- o
+	s.mu.RUnlock()
+	if err := <-o.errc; err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
 	return nil
+}
+
+// Close waits, up to a few seconds, for calls in flight to finish their
+// records, then writes what is queued and closes the database. A record
+// still open after that stays started, and the log shows it as incomplete.
+func (s *Store) Close() error {
+	s.closing.Do(func() {
+		deadline := time.Now().Add(closeGrace)
+		for s.open.Load() > 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		s.mu.Lock()
+		s.closed = true
+		close(s.ops)
+		s.mu.Unlock()
+		<-s.done
+		s.err = errors.Join(s.db.Close(), s.wdb.Close())
+	})
+	return s.err
+}
+
+// Start writes a started record and returns its id once the record is
+// committed: a call must not run before its record exists. It waits for the
+// writer even when ctx is cancelled.
+func (s *Store) Start(ctx context.Context, r *Record) (int64, error) {
+	var id int64
+	err := s.do(func(w *writer) error {
+		res, err := w.start.Exec(r.CallID, r.Time.UnixNano(), r.Tool, r.Arguments, StatusStarted, r.ArgsBytes, r.PID)
+		if err != nil {
+			return err
+		}
+		id, err = res.LastInsertId()
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	s.open.Add(1)
+	return id, nil
+}
+
+// Finish completes the record id with r's decision and outcome, and returns
+// once that is committed. It runs even when ctx was cancelled: a cancelled
+// call is still recorded.
+func (s *Store) Finish(ctx context.Context, id int64, r *Record) error {
+	defer s.open.Add(-1)
+	return s.do(func(w *writer) error {
+		_, err := w.finish.Exec(r.Decision, r.DecidedBy, r.Reason, StatusDone, r.Outcome, int64(r.Duration),
+			r.ResultBytes, id)
+		return err
+	})
 }
 
 // Filter selects records. Zero fields select everything.
@@ -234,12 +451,11 @@ func (s *Store) Granted(ctx context.Context, toolName, command string) (bool, er
 
 // AddGrant stores a grant; granting a tool twice keeps the first.
 func (s *Store) AddGrant(ctx context.Context, g policy.Grant) error {
-	_, err := s.db.ExecContext(context.WithoutCancel(ctx),
-		`INSERT OR IGNORE INTO grants (tool, command, created_ns) VALUES (?, ?, ?)`, g.Tool, g.Command, g.Created.UnixNano())
-	if err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
-	return nil
+	return s.do(func(w *writer) error {
+		_, err := w.conn.ExecContext(context.Background(),
+			`INSERT OR IGNORE INTO grants (tool, command, created_ns) VALUES (?, ?, ?)`, g.Tool, g.Command, g.Created.UnixNano())
+		return err
+	})
 }
 
 // Grants lists the stored grants by tool name.
@@ -265,10 +481,14 @@ func (s *Store) Grants(ctx context.Context) ([]policy.Grant, error) {
 // RevokeGrant removes the grants of a tool, every command line's; it
 // reports whether there was one.
 func (s *Store) RevokeGrant(ctx context.Context, toolName string) (bool, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM grants WHERE tool = ?`, toolName)
-	if err != nil {
-		return false, fmt.Errorf("audit: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n > 0, nil
+	var n int64
+	err := s.do(func(w *writer) error {
+		res, err := w.conn.ExecContext(context.Background(), `DELETE FROM grants WHERE tool = ?`, toolName)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n > 0, err
 }

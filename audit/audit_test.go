@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,11 @@ import (
 func TestMain(m *testing.M) {
 	if db := os.Getenv("AUDIT_CRASH_DB"); db != "" {
 		crash(db)
+		return
+	}
+	if db := os.Getenv("AUDIT_WRITER_DB"); db != "" {
+		n, _ := strconv.Atoi(os.Getenv("AUDIT_WRITER_CALLS"))
+		writer(db, n)
 		return
 	}
 	goleak.VerifyTestMain(m)

@@ -21,6 +21,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
@@ -368,6 +369,17 @@ type HTTPOptions struct {
 	// so that clients which went away without saying so do not pile up.
 	// Zero means an hour; a client whose session ended starts a new one.
 	SessionTimeout time.Duration
+	// MaxSessions caps the sessions open at once; a client that would open
+	// one more is answered 503 Service Unavailable. Zero means
+	// [DefaultMaxSessions]; negative, no cap.
+	MaxSessions int
+	// MaxBodyBytes caps a request's body; a larger one is answered 413.
+	// Zero means [DefaultMaxBodyBytes].
+	MaxBodyBytes int64
+	// BodyTimeout is how long a client has to send a request's body, from
+	// the moment its header was read; a slower one is cut off with 408.
+	// Zero means [DefaultBodyTimeout].
+	BodyTimeout time.Duration
 }
 
 // Path is where the HTTP handler serves MCP.
@@ -377,14 +389,28 @@ const Path = "/mcp"
 // address it is served on, it rejects a request whose Origin is not the
 // server's own (a web page that is not lathe's cannot drive it) and a request
 // that reached a loopback address under a foreign Host name (DNS rebinding);
-// with a token, it rejects a request without it.
+// with a token, it rejects a request without it. It bounds what one client
+// can hold: the sessions open at once, a request body's size, and the time
+// to send it (see [HTTPOptions]).
+//
+// Without a token, anyone who can reach the address can call every tool and
+// answer its own approvals: on a machine with other users that includes
+// loopback. Serve it without one only behind authentication of your own or
+// on a Unix socket only you can open.
 func (s *Server) Handler(opts HTTPOptions) http.Handler {
+	maxBody := cmp.Or(opts.MaxBodyBytes, DefaultMaxBodyBytes)
 	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp },
-		&sdk.StreamableHTTPOptions{Logger: s.opts.Logger, SessionTimeout: cmp.Or(opts.SessionTimeout, time.Hour)})
+		&sdk.StreamableHTTPOptions{Logger: s.opts.Logger, SessionTimeout: cmp.Or(opts.SessionTimeout, time.Hour),
+			MaxRequestBodyBytes: maxBody})
+	if max := cmp.Or(opts.MaxSessions, DefaultMaxSessions); max > 0 {
+		h = s.limitSessions(max, h)
+	}
+	h = readBody(h)
 	h = sameOrigin(h)
 	if opts.Token != "" {
 		h = bearer(opts.Token, h)
 	}
+	h = bodyDeadline(cmp.Or(opts.BodyTimeout, DefaultBodyTimeout), maxBody, h)
 	mux := http.NewServeMux()
 	mux.Handle(Path, h)
 	return mux
@@ -431,11 +457,16 @@ func Loopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// bearer rejects a request that does not carry the token. The scheme is
+// matched in any case, as HTTP auth schemes are; the tokens are compared by
+// their hashes in constant time, so that neither their bytes nor their
+// lengths show in the time taken.
 func bearer(token string, next http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
+	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 || !strings.EqualFold(scheme, "Bearer") {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lathe"`)
 			http.Error(w, "unauthorized: a bearer token is required", http.StatusUnauthorized)
 			return

@@ -2,13 +2,14 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,9 +29,11 @@ func newServeCmd(g *globals) *cobra.Command {
 		Long: "Serve every tool of the workspace — builtin, local, and those of the upstream MCP servers of the\n" +
 			"config — as an MCP server: over standard input and output by default, or over streamable HTTP at\n" +
 			"http://ADDR/mcp with --http ADDR.\n\n" +
-			"Over HTTP, a loopback address (127.0.0.1:8080, localhost:8080) needs no token unless one is given;\n" +
-			"any other address requires a bearer token, from --token or $" + TokenEnv + ", or else one is generated\n" +
-			"and printed on standard error. Requests from other web origins are refused.",
+			"Over TCP every request needs a bearer token, loopback included (other users of the machine reach\n" +
+			"it too): --token, else $" + TokenEnv + ", else the workspace's token, made the first time and kept in\n" +
+			"a file only you can read ($XDG_STATE_HOME/lathe/tokens); it is printed on standard error.\n" +
+			"--http unix:PATH serves on a Unix socket only you can open, without a token. Requests from other\n" +
+			"web origins are refused.",
 		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if token == "" {
@@ -40,19 +43,9 @@ func newServeCmd(g *globals) *cobra.Command {
 			if addr != "" {
 				// Listen before starting anything, so that a bad address
 				// fails at once.
-				host, _, err := net.SplitHostPort(addr)
-				if err != nil {
-					return &usageError{fmt.Errorf("--http %q: want HOST:PORT, as in 127.0.0.1:8080: %v", addr, err)}
-				}
-				if !server.Loopback(host) && token == "" {
-					if token, err = newToken(); err != nil {
-						return err
-					}
-					fmt.Fprintf(g.streams.Err, "lathe: %s is not a loopback address, so requests need a bearer token:\n", addr)
-					fmt.Fprintf(g.streams.Err, "lathe: Authorization: Bearer %s\n", token)
-				}
-				if ln, err = net.Listen("tcp", addr); err != nil {
-					return &usageError{err}
+				var err error
+				if ln, token, err = g.listen(addr, token); err != nil {
+					return err
 				}
 				defer ln.Close()
 			}
@@ -76,14 +69,83 @@ func newServeCmd(g *globals) *cobra.Command {
 			return serveHTTP(ctx, g, ln, srv.Handler(server.HTTPOptions{Token: token}))
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http", "", "serve over streamable HTTP on `ADDR` (HOST:PORT) instead of stdio")
-	cmd.Flags().StringVar(&token, "token", "", "bearer token that HTTP requests must carry (default: $"+TokenEnv+")")
+	cmd.Flags().StringVar(&addr, "http", "", "serve over streamable HTTP on `ADDR` (HOST:PORT, or unix:PATH) instead of stdio")
+	cmd.Flags().StringVar(&token, "token", "", "bearer token that HTTP requests must carry (default: $"+TokenEnv+
+		", else the workspace's token file); other users see it in the process list, so prefer $"+TokenEnv)
 	return cmd
 }
 
+// listen opens the listener of --http addr and returns the token its
+// requests must carry. A TCP listener always has one: a loopback address
+// is open to every user of the machine. A Unix socket is made 0600 and
+// needs none unless one is given: only its owner can connect.
+func (g *globals) listen(addr, token string) (net.Listener, string, error) {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if path == "" {
+			return nil, "", &usageError{fmt.Errorf("--http %q: want unix:PATH", addr)}
+		}
+		// The socket is made with no permission for others from the
+		// start, not chmod-ed after: between the two, anyone could connect.
+		old := syscall.Umask(0o177)
+		ln, err := net.Listen("unix", path)
+		syscall.Umask(old)
+		if err != nil {
+			return nil, "", &usageError{err}
+		}
+		return ln, token, nil
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, "", &usageError{fmt.Errorf("--http %q: want HOST:PORT, as in 127.0.0.1:8080, or unix:PATH: %v", addr, err)}
+	}
+	if token == "" {
+		ws, err := g.workspaceDir()
+		if err != nil {
+			return nil, "", err
+		}
+		t, file, err := workspaceToken(ws)
+		if err != nil {
+			return nil, "", err
+		}
+		token = t
+		fmt.Fprintf(g.streams.Err, "lathe: requests need the header  Authorization: Bearer %s\n", token)
+		fmt.Fprintf(g.streams.Err, "lathe: the token is in %s\n", file)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", &usageError{err}
+	}
+	return ln, token, nil
+}
+
+// workspaceDir is the absolute workspace directory.
+func (g *globals) workspaceDir() (string, error) {
+	ws := g.workspace
+	if ws == "" {
+		ws = "."
+	}
+	ws, err := filepath.Abs(ws)
+	if err != nil {
+		return "", &usageError{err}
+	}
+	return ws, nil
+}
+
+// Timeouts of the HTTP server: a client gets headerTimeout to send a
+// request's header (a slow one is cut off, against slowloris), and an idle
+// keep-alive connection is closed after idleTimeout. The handler bounds
+// the body (server.HTTPOptions).
+var (
+	headerTimeout = 10 * time.Second
+	idleTimeout   = 2 * time.Minute
+)
+
 func serveHTTP(ctx context.Context, g *globals, ln net.Listener, h http.Handler) error {
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(g.streams.Err, "lathe: serving MCP at http://%s%s\n", ln.Addr(), server.Path)
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: 64 << 10}
+	if ln.Addr().Network() == "unix" {
+		fmt.Fprintf(g.streams.Err, "lathe: serving MCP at unix:%s (path %s)\n", ln.Addr(), server.Path)
+	} else {
+		fmt.Fprintf(g.streams.Err, "lathe: serving MCP at http://%s%s\n", ln.Addr(), server.Path)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -101,12 +163,4 @@ func serveHTTP(ctx context.Context, g *globals, ln net.Listener, h http.Handler)
 		return err
 	}
 	return nil
-}
-
-func newToken() (string, error) {
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
 }

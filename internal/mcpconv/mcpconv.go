@@ -32,7 +32,9 @@ func Content(c sdk.Content) tool.Content {
 		return tool.Content{Type: tool.ContentResourceLink, URI: c.URI, Name: c.Name, Title: c.Title,
 			Description: c.Description, MIMEType: c.MIMEType}
 	case *sdk.EmbeddedResource:
-		out := tool.Content{Type: tool.ContentResource}
+		// A block that came without its resource gets an empty one, as
+		// SDKContent sends it: lathe behind lathe sees what lathe saw.
+		out := tool.Content{Type: tool.ContentResource, Resource: &tool.EmbeddedResource{}}
 		if r := c.Resource; r != nil {
 			out.Resource = &tool.EmbeddedResource{URI: r.URI, MIMEType: r.MIMEType, Text: r.Text, Blob: r.Blob}
 		}

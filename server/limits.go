@@ -1,0 +1,97 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of [HTTPOptions].
+const (
+	// DefaultMaxSessions is how many sessions a handler keeps open at once.
+	DefaultMaxSessions = 64
+	// DefaultMaxBodyBytes is the largest request body a handler reads.
+	DefaultMaxBodyBytes = 4 << 20
+	// DefaultBodyTimeout is how long a client has to send a request body.
+	DefaultBodyTimeout = 30 * time.Second
+)
+
+// bodyDeadline gives the client timeout to send the request's body, from
+// the moment its header was read, and caps the body at max bytes. It runs
+// before everything else, so that a request refused early (without a
+// token) cannot hold its connection open by sending its body slowly either:
+// the server's discarding of an unread body meets the same deadline.
+// readBody lifts the deadline once the body is in.
+func bodyDeadline(timeout time.Duration, max int64, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > max {
+			w.Header().Set("Connection", "close")
+			http.Error(w, fmt.Sprintf("request body too large: at most %d bytes", max), http.StatusRequestEntityTooLarge)
+			return
+		}
+		// A connection that cannot take a deadline (none of net/http's)
+		// still gets the size cap.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+		r.Body = http.MaxBytesReader(w, r.Body, max)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readBody reads the whole body (the SDK reads it whole anyway) while the
+// deadline of bodyDeadline holds, then lifts the deadline: a long-lived
+// response stream must not be cut by it.
+func readBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			w.Header().Set("Connection", "close")
+			var tooLarge *http.MaxBytesError
+			var ne net.Error
+			switch {
+			case errors.As(err, &tooLarge):
+				http.Error(w, fmt.Sprintf("request body too large: at most %d bytes", tooLarge.Limit),
+					http.StatusRequestEntityTooLarge)
+			case errors.As(err, &ne) && ne.Timeout():
+				http.Error(w, "request body not sent in time", http.StatusRequestTimeout)
+			default:
+				http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+			}
+			return
+		}
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitSessions refuses a request that would open a session (a POST
+// without a session id) when max sessions are open. Requests opening one
+// are counted while they run, so that a burst of them cannot slip past the
+// cap together.
+func (s *Server) limitSessions(max int, next http.Handler) http.Handler {
+	var opening atomic.Int64
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		n := opening.Add(1)
+		defer opening.Add(-1)
+		open := 0
+		for range s.mcp.Sessions() {
+			open++
+		}
+		if open+int(n) > max {
+			w.Header().Set("Retry-After", "10")
+			http.Error(w, fmt.Sprintf("too many sessions: this server keeps at most %d open; end one (DELETE %s) "+
+				"or wait for an idle one to time out", max, Path), http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
