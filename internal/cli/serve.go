@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -115,19 +114,6 @@ func (g *globals) listen(addr, token string) (net.Listener, string, error) {
 		return nil, "", &usageError{err}
 	}
 	return ln, token, nil
-}
-
-// workspaceDir is the absolute workspace directory.
-func (g *globals) workspaceDir() (string, error) {
-	ws := g.workspace
-	if ws == "" {
-		ws = "."
-	}
-	ws, err := filepath.Abs(ws)
-	if err != nil {
-		return "", &usageError{err}
-	}
-	return ws, nil
 }
 
 // Timeouts of the HTTP server: a client gets headerTimeout to send a
