@@ -84,9 +84,9 @@ func TestCompileRefusesDeepSchemas(t *testing.T) {
 	const deep = 100_000
 	shapes := map[string]string{
 		"arrays only": `{"properties":{"a":{"enum":[` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `]}}}`,
-		"properties": `{"type":"object","properties":{"a":` + strings.Repeat(`{"properties":{"a":`, deep) + `{}` + strings.Repeat(`}}`, deep) + `}}`,
-		"default":    `{"properties":{"a":{"default":` + strings.Repeat(`{"a":`, deep) + `1` + strings.Repeat(`}`, deep) + `}}}`,
-		"allOf":      strings.Repeat(`{"allOf":[`, deep) + `{}` + strings.Repeat(`]}`, deep),
+		"properties":  `{"type":"object","properties":{"a":` + strings.Repeat(`{"properties":{"a":`, deep) + `{}` + strings.Repeat(`}}`, deep) + `}}`,
+		"default":     `{"properties":{"a":{"default":` + strings.Repeat(`{"a":`, deep) + `1` + strings.Repeat(`}`, deep) + `}}}`,
+		"allOf":       strings.Repeat(`{"allOf":[`, deep) + `{}` + strings.Repeat(`]}`, deep),
 	}
 	for name, raw := range shapes {
 		_, err := Compile(json.RawMessage(raw))
