@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand"
 	"reflect"
+	"strings"
 	"testing"
 	"testing/quick"
 
@@ -140,5 +141,18 @@ func TestNilSliceThroughTheSDK(t *testing.T) {
 	}
 	if _, ok := st["optional"]; ok {
 		t.Fatalf("an omitempty field was sent: %v", st)
+	}
+}
+
+// TestWholeNumberArgumentsThroughTheSDK: JSON Schema counts 2.0 as an
+// integer, so lathe passes it; the SDK decodes it into an int field.
+func TestWholeNumberArgumentsThroughTheSDK(t *testing.T) {
+	m := handle(t, `{"protocol":1,"action":"run","tool":"sum","arguments":{"x":2.0,"y":3e0}}`, sumTool)
+	if m["type"] != "success" || m["content"] != `{"sum":5}` {
+		t.Fatalf("answer = %v", m)
+	}
+	m = handle(t, `{"protocol":1,"action":"run","tool":"sum","arguments":{"x":2.5}}`, sumTool)
+	if m["type"] != "error" || !strings.Contains(m["message"].(string), "/x: number 2.5 does not fit the Go type int") {
+		t.Fatalf("answer = %v", m)
 	}
 }
