@@ -136,11 +136,16 @@ func (l *localLoader) drop(name string, def *tool.Definition, pos config.Pos, ta
 	if err == nil {
 		return false
 	}
+	l.leaveOut(name, pos, table, err)
+	return true
+}
+
+// leaveOut records that the tool name is left out, and why.
+func (l *localLoader) leaveOut(name string, pos config.Pos, table string, why error) {
 	if l.dropped == nil {
 		l.dropped = map[string]error{}
 	}
-	l.dropped[name] = &config.Error{Pos: pos, Msg: fmt.Sprintf("%s the tool %s is left out: %v", table, name, err)}
-	return true
+	l.dropped[name] = &config.Error{Pos: pos, Msg: fmt.Sprintf("%s the tool %s is left out: %v", table, name, why)}
 }
 
 // checkSchemas compiles the schemas of def as registering it will.
@@ -330,7 +335,9 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 	for _, d := range schemas {
 		name := s.Prefix + d.Name
 		if !tool.ValidName(name) {
-			errs = append(errs, fail("the binary describes a tool %q, and %q is not a valid tool name", d.Name, name))
+			// Like a bad schema, a bad name is the binary's answer: it
+			// costs that tool alone.
+			l.leaveOut(name, s.Pos, "[toolsets."+s.Name+"]", fmt.Errorf("%q is not a valid tool name", name))
 			continue
 		}
 		def := tool.Definition{Name: name, Source: "local", Runtime: rtName}
