@@ -432,17 +432,46 @@ func TestOutputSchemaMismatchIsAWarning(t *testing.T) {
 	if err := out.Err(); err != nil {
 		t.Fatalf("a mismatched output failed the call: %v", err)
 	}
-	if got := out.Result.Text(); got != `{"n":"seven"}` {
-		t.Errorf("text = %q, want the structured JSON as text", got)
+	if len(out.Result.Structured) != 0 {
+		t.Errorf("structured output %s that breaks the output schema was handed on", out.Result.Structured)
+	}
+	if c := out.Result.Content; len(c) != 2 || c[0].Text != `{"n":"seven"}` ||
+		!strings.Contains(c[1].Text, "structured output left out") || !strings.Contains(c[1].Text, "/n") {
+		t.Errorf("content = %+v, want the structured JSON as text and a note naming /n", c)
 	}
 	if !strings.Contains(logs.String(), "does not match the output schema") || !strings.Contains(logs.String(), "/n") {
 		t.Errorf("log = %q, want a warning naming /n", logs.String())
 	}
 
 	logs.Reset()
-	call(t, e, "echo", `{"n":7}`)
+	out = call(t, e, "echo", `{"n":7}`)
 	if logs.Len() != 0 {
 		t.Errorf("log = %q for a matching output", logs.String())
+	}
+	if string(out.Result.Structured) != `{"n":7}` || len(out.Result.Content) != 1 {
+		t.Errorf("a matching output changed: %+v", out.Result)
+	}
+}
+
+// TestOutputSchemaCheckedWithoutALogger: the check once ran only when a
+// logger would read its warning, so an engine without one (the MCP server's,
+// a library user's) handed on structured output that broke the schema. The
+// shared result the runtime returns is not changed.
+func TestOutputSchemaCheckedWithoutALogger(t *testing.T) {
+	shared := &tool.Result{Content: []tool.Content{{Type: tool.ContentText, Text: "done"}}, Structured: json.RawMessage(`{"n":"x"}`)}
+	rt := tool.RuntimeFunc(func(context.Context, *tool.Definition, *tool.Call) (*tool.Outcome, error) {
+		return &tool.Outcome{Result: shared}, nil
+	})
+	e := newEngine(t, lathe.Options{}, tool.Tool{Definition: tool.Definition{Name: "fixed",
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)}, Runtime: rt})
+	for range 2 {
+		out := call(t, e, "fixed", `{}`)
+		if out.Result.IsError || len(out.Result.Structured) != 0 || len(out.Result.Content) != 2 {
+			t.Fatalf("got %+v, want a success without the structured output, with a note", out.Result)
+		}
+	}
+	if string(shared.Structured) != `{"n":"x"}` || len(shared.Content) != 1 {
+		t.Fatalf("the runtime's result was changed: %+v", shared)
 	}
 }
 

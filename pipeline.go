@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -335,25 +336,39 @@ func contentSize(c *tool.Content) int {
 	return n
 }
 
-// checkOutput validates structured output against the tool's output schema.
-// A mismatch is logged as a warning, not turned into a failure: the tool did
-// its work, and the model can still read the result.
+// checkOutput validates structured output against the tool's output schema,
+// on every call, whoever listens. A mismatch does not fail the call: the tool
+// did its work, and a model that read a failure might do it again. But the
+// structured output is left out of the result, and a note in its content
+// says why, so that no face ever hands on structured output that breaks the
+// schema the tool declares (an MCP client rejects such a result), and the
+// warning is logged. The content a model reads, which normalize has already
+// filled from the structured output when the tool gave no text, stays.
 func (e *Engine) checkOutput(next Handler) Handler {
 	return func(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
 		out, err := next(ctx, inv)
 		if err != nil || out == nil || out.Result == nil || out.Result.IsError || inv.entry.output == nil ||
-			len(out.Result.Structured) == 0 || !e.opts.Logger.Enabled(ctx, slog.LevelWarn) {
+			len(out.Result.Structured) == 0 {
 			return out, err
 		}
 		v, derr := schema.Decode(out.Result.Structured)
 		if derr == nil {
 			derr = inv.entry.output.Validate(v)
 		}
-		if derr != nil {
-			e.opts.Logger.Warn("structured output does not match the output schema",
-				"tool", inv.Tool.Definition.Name, "error", derr)
+		if derr == nil {
+			return out, nil
 		}
-		return out, nil
+		e.opts.Logger.Warn("structured output does not match the output schema",
+			"tool", inv.Tool.Definition.Name, "error", derr)
+		// The result may be shared by the runtime (a Go tool can return the
+		// same *Result each time), so it is copied, not changed.
+		r := *out.Result
+		r.Structured = nil
+		r.Content = append(slices.Clip(r.Content), tool.Content{Type: tool.ContentText,
+			Text: "[structured output left out: it does not match the tool's output schema: " + derr.Error() + "]"})
+		o := *out
+		o.Result = &r
+		return &o, nil
 	}
 }
 

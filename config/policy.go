@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 )
 
 // Policy is the [policy] table: who may run what (see docs/policy.md).
@@ -63,4 +65,62 @@ func (p Pattern) validate() error {
 		return fmt.Errorf("invalid regular expression: %v", err)
 	}
 	return nil
+}
+
+// UnmatchedRules returns an error for each policy rule whose tool pattern
+// matches none of the names of known tools, so that a mistyped rule (a deny
+// rule for "run_comand" protects nothing) is caught when lathe starts rather
+// than never. Each error names the rule's file and line and, when one is
+// close, the tool it probably meant. match is the policy's pattern matcher.
+//
+// Call it once every tool is known: builtin, local and those of the MCP
+// servers. A server that is configured but brought no tools (an optional one
+// that could not start) may have the tools a rule names, so a rule whose
+// pattern starts with that server's prefix is not reported; loaded says
+// which servers brought tools.
+func (c *Config) UnmatchedRules(names []string, loaded func(server string) bool, match func(pattern, name string) bool) []*Error {
+	if c == nil {
+		return nil
+	}
+	var errs []*Error
+	for _, r := range c.Policy.Rules {
+		if slices.ContainsFunc(names, func(n string) bool { return match(r.Tool, n) }) || c.mayBeUnloaded(r.Tool, loaded) {
+			continue
+		}
+		msg := fmt.Sprintf("[[policy.rules]] tool = %s matches no tool, so the rule applies to nothing", quote(r.Tool))
+		if s := suggest(literalPrefix(r.Tool), names); s != "" && !strings.ContainsAny(r.Tool, "*?") {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		} else if s != "" {
+			msg += fmt.Sprintf(" (a tool that is close: %q)", s)
+		}
+		errs = append(errs, &Error{Pos: r.Pos, Msg: msg})
+	}
+	return errs
+}
+
+// mayBeUnloaded reports whether pattern may name a tool of a configured MCP
+// server that brought no tools.
+func (c *Config) mayBeUnloaded(pattern string, loaded func(server string) bool) bool {
+	lit := literalPrefix(pattern)
+	for name, s := range c.MCP {
+		if loaded(name) {
+			continue
+		}
+		prefix := name + "__"
+		if s.Prefix != nil {
+			prefix = *s.Prefix
+		}
+		if strings.HasPrefix(lit, prefix) || strings.HasPrefix(prefix, lit) && len(lit) < len(pattern) {
+			return true
+		}
+	}
+	return false
+}
+
+// literalPrefix is the part of a pattern before its first wildcard.
+func literalPrefix(pattern string) string {
+	if i := strings.IndexAny(pattern, "*?"); i >= 0 {
+		return pattern[:i]
+	}
+	return pattern
 }

@@ -231,6 +231,11 @@ func splitCommands(s string) []string {
 	return out
 }
 
+// Match reports whether the tool name fits a rule's tool pattern, as the
+// policy decides it; the configuration uses it to find rules that match no
+// tool.
+func Match(pattern, name string) bool { return match(pattern, name) }
+
 // match reports whether s fits the pattern: * is any run of characters
 // (spaces and slashes included), ? one character, anything else itself.
 // An empty pattern matches everything.

@@ -13,6 +13,12 @@
 // is not an object schema, with an error that points into the schema. An empty
 // schema accepts any object.
 //
+// A schema may come from a program lathe does not trust, so Compile also
+// refuses one that would cost without bound: nested deeper than [MaxDepth],
+// holding more than [MaxObjects] objects, or with defaults that fill
+// themselves in without end or grow past [MaxDefaultValues] values. Whatever
+// a schema holds, Compile ends, and so does every step of a call.
+//
 // # Each call: decode, coerce, fill defaults, validate
 //
 // The arguments of a call go through four steps, in this order:

@@ -56,3 +56,44 @@ func FuzzCoerce(f *testing.F) {
 		}
 	})
 }
+
+// FuzzApplyDefaults checks, for a fuzzed schema and fuzzed arguments, that
+// filling in defaults always ends, adds no more than the bound Compile
+// promises for each object it fills, and is idempotent. The seeds in
+// testdata/fuzz/FuzzApplyDefaults hold the recursive shapes that once made
+// it overflow the stack.
+func FuzzApplyDefaults(f *testing.F) {
+	for _, s := range []struct{ schema, args string }{
+		{defaultsSchema, `{"opts":{},"filters":[{},{"op":"ne"}],"named":{}}`},
+		{`{"properties":{"a":{"$ref":"#"},"n":{"default":1}}}`, `{"a":{"a":{"a":{}}}}`},
+		{`{"properties":{"a":{"$ref":"#","default":{"a":null}}}}`, `{}`},
+		{`{"type":"object","additionalProperties":{"properties":{"d":{"default":[1,{"x":2}]}}}}`, `{"k":{},"j":{"d":null}}`},
+		{`{"properties":{"l":{"type":"array","items":{"properties":{"v":{"default":{}}}}}}}`, `{"l":[{},{},[]]}`},
+	} {
+		f.Add(s.schema, s.args)
+	}
+	f.Fuzz(func(t *testing.T, rawSchema, rawArgs string) {
+		s, err := Compile(json.RawMessage(rawSchema))
+		if err != nil {
+			return
+		}
+		v, err := Decode(json.RawMessage(rawArgs))
+		if err != nil {
+			return
+		}
+		before := countValues(v)
+		// Every container of the arguments may get each of its defaults
+		// once, and each default is bounded at Compile.
+		limit := before + before*MaxDefaultValues*len(s.root.allDefaults())
+		once, _ := s.ApplyDefaults(v)
+		if after := countValues(once); after > limit {
+			t.Fatalf("ApplyDefaults grew %d values to %d, beyond the bound %d", before, after, limit)
+		}
+		_ = s.Validate(once)
+		snapshot := clone(once)
+		twice, changed := s.ApplyDefaults(once)
+		if changed || !reflect.DeepEqual(twice, snapshot) {
+			t.Fatalf("ApplyDefaults is not idempotent on %s", rawArgs)
+		}
+	})
+}

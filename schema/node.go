@@ -106,6 +106,8 @@ type namedNode struct {
 type propDefault struct {
 	name  string
 	value any
+	// at is where the default is written in the schema, for messages.
+	at string
 }
 
 // builder turns compiled schemas into nodes.
@@ -119,11 +121,14 @@ type builder struct {
 // schema says nothing about.
 var anyNode = &node{types: tAll}
 
-func buildTree(root *jsonschema.Schema) *node {
+func buildTree(root *jsonschema.Schema) (*node, error) {
 	b := &builder{memo: map[string]*node{}, types: map[*jsonschema.Schema]typeSet{}}
 	n := b.build(conj(root))
 	b.finish()
-	return n
+	if err := checkDefaults(b.nodes); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 // flatten expands s into the conjunction of schemas that all apply at its
@@ -303,7 +308,7 @@ func (b *builder) buildObject(n *node, members []*jsonschema.Schema) {
 		// the additionalProperties of another part of an allOf.
 		for _, p := range conj(named...) {
 			if p.Default != nil {
-				n.defaults = append(n.defaults, propDefault{name, *p.Default})
+				n.defaults = append(n.defaults, propDefault{name, *p.Default, trimLocation(p.Location)})
 				break
 			}
 		}

@@ -50,6 +50,9 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = objectSchema
 	}
+	if err := checkNesting(raw); err != nil {
+		return nil, err
+	}
 	doc, err := Decode(raw)
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
@@ -76,10 +79,14 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, compileError(err)
 	}
+	root, err := buildTree(compiled)
+	if err != nil {
+		return nil, err
+	}
 	return &Schema{
 		raw:      compact.Bytes(),
 		compiled: compiled,
-		root:     buildTree(compiled),
+		root:     root,
 		check:    buildChecks(compiled),
 		closed:   closedSchemas(compiled),
 	}, nil

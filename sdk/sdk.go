@@ -143,7 +143,7 @@ func decode(args json.RawMessage, v any) error {
 	if len(args) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(args, v); err != nil {
+	if err := infer.Unmarshal(args, v); err != nil {
 		return fmt.Errorf("the arguments do not fit the tool's input: %w", err)
 	}
 	return nil

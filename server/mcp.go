@@ -30,6 +30,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -183,7 +184,7 @@ func (s *Server) add(t *sdk.Tool) (err error) {
 			err = fmt.Errorf("%v", p)
 		}
 	}()
-	s.mcp.AddTool(t, s.handler(t.Name))
+	s.mcp.AddTool(t, s.handler(t.Name, t.OutputSchema != nil))
 	return nil
 }
 
@@ -209,8 +210,9 @@ func sdkTool(d *tool.Definition) *sdk.Tool {
 	return t
 }
 
-// handler runs a tools/call through the engine.
-func (s *Server) handler(name string) sdk.ToolHandler {
+// handler runs a tools/call through the engine. hasOutput says the tool
+// declares an output schema.
+func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		ss := req.Session
 		var caps *sdk.ClientCapabilities
@@ -228,7 +230,7 @@ func (s *Server) handler(name string) sdk.ToolHandler {
 		for range maxQuestions {
 			out := s.e.Call(ctx, c)
 			if out.Question == nil {
-				return mcpconv.SDKResult(out.Result), nil
+				return mcpconv.SDKResult(withoutStructured(out.Result, hasOutput)), nil
 			}
 			q := out.Question
 			if caps == nil || caps.Elicitation == nil {
@@ -336,6 +338,24 @@ func ask(ctx context.Context, ss *sdk.ServerSession, q *tool.Question) (any, boo
 
 // needsInput is the result of a call whose question could not be put to
 // anyone: an error result that says what the tool asked.
+// withoutStructured marks as an error a successful result of a tool that
+// declares an output schema but carries no structured output: MCP requires
+// structured content that conforms to the schema, and clients reject a
+// success without it. The engine leaves out structured output that breaks
+// the schema (with a note saying why), so this is how such a result, or a
+// tool that gave none, reaches an MCP client: its content intact, as an
+// error the model can read.
+func withoutStructured(r *tool.Result, hasOutput bool) *tool.Result {
+	if !hasOutput || r == nil || r.IsError || len(r.Structured) > 0 {
+		return r
+	}
+	c := *r
+	c.IsError, c.ErrorKind = true, tool.KindToolError
+	c.Content = append(slices.Clip(c.Content), tool.Content{Type: tool.ContentText,
+		Text: "[the tool declares an output schema, and its result has no structured output that matches it]"})
+	return &c
+}
+
 func needsInput(q *tool.Question, why string) *sdk.CallToolResult {
 	msg := fmt.Sprintf("the tool needs input: %s (question %q", q.Text, q.ID)
 	if len(q.Options) > 0 {

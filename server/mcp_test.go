@@ -376,3 +376,29 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestServeOutputSchemaMismatch: a tool whose structured output breaks the
+// output schema it declares must not reach an MCP client as a success with
+// that structured content (clients reject it, or trust a value of the wrong
+// shape); it arrives as an error result whose content the model can read.
+func TestServeOutputSchemaMismatch(t *testing.T) {
+	rt := tool.RuntimeFunc(func(context.Context, *tool.Definition, *tool.Call) (*tool.Outcome, error) {
+		return &tool.Outcome{Result: &tool.Result{Content: []tool.Content{{Type: tool.ContentText, Text: "it is 7"}},
+			Structured: json.RawMessage(`{"n":"seven"}`)}}, nil
+	})
+	e := newEngine(t, tool.Tool{Definition: tool.Definition{Name: "count", Summary: "Count.",
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)}, Runtime: rt})
+	cs := connect(t, server.New(e, server.Options{}), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "count", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("count: %v", err)
+	}
+	if r.StructuredContent != nil {
+		t.Fatalf("structured content %v that breaks the output schema reached the client", r.StructuredContent)
+	}
+	if !r.IsError || !strings.Contains(text(r), "it is 7") || !strings.Contains(text(r), "/n") {
+		t.Fatalf("want an error result keeping the content and naming /n, got %+v (%s)", r, text(r))
+	}
+}

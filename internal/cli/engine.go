@@ -74,6 +74,10 @@ func (g *globals) openEngine() (*lathe.Engine, error) {
 		e.Close()
 		return nil, &configError{err}
 	}
+	if err := g.checkRules(e, cfg, known); err != nil {
+		e.Close()
+		return nil, err
+	}
 	return e, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
+	"github.com/lathe-tools/lathe/schema"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -54,6 +55,10 @@ func (g *globals) loadLocal(e *lathe.Engine, cfg *config.Config, ws string, know
 	if err := joinByPos(errs); err != nil {
 		closeAll(l.tools)
 		return &configError{err}
+	}
+	for _, name := range slices.Sorted(maps.Keys(l.dropped)) {
+		known[name] = true
+		fmt.Fprintln(g.streams.Err, "lathe: warning:", l.dropped[name])
 	}
 	for _, t := range l.tools {
 		known[t.Definition.Name] = true
@@ -116,6 +121,44 @@ type localLoader struct {
 	tools []tool.Tool
 	local map[string]bool       // names of the tools built
 	pos   map[string]config.Pos // where each was configured
+	// dropped holds, by name, the tools left out because the schema their
+	// binary described does not compile.
+	dropped map[string]error
+}
+
+// drop leaves out the tool name, whose binary described a schema that does
+// not compile, and reports whether it did. A binary's schema is its own
+// answer, not the configuration: a bad one, hostile or mistaken, costs that
+// one tool and never the others or the process, and lathe says why on
+// standard error.
+func (l *localLoader) drop(name string, def *tool.Definition, pos config.Pos, table string) bool {
+	err := checkSchemas(def)
+	if err == nil {
+		return false
+	}
+	l.leaveOut(name, pos, table, err)
+	return true
+}
+
+// leaveOut records that the tool name is left out, and why.
+func (l *localLoader) leaveOut(name string, pos config.Pos, table string, why error) {
+	if l.dropped == nil {
+		l.dropped = map[string]error{}
+	}
+	l.dropped[name] = &config.Error{Pos: pos, Msg: fmt.Sprintf("%s the tool %s is left out: %v", table, name, why)}
+}
+
+// checkSchemas compiles the schemas of def as registering it will.
+func checkSchemas(def *tool.Definition) error {
+	if _, err := schema.Compile(def.InputSchema); err != nil {
+		return fmt.Errorf("its input schema is refused: %w", err)
+	}
+	if len(def.OutputSchema) > 0 {
+		if _, err := schema.Compile(def.OutputSchema); err != nil {
+			return fmt.Errorf("its output schema is refused: %w", err)
+		}
+	}
+	return nil
 }
 
 func (l *localLoader) add(t tool.Tool, pos config.Pos) error {
@@ -199,6 +242,9 @@ func (l *localLoader) tool(name string, t *config.Tool) error {
 			return err
 		}
 		fill(&def, s)
+		if l.drop(name, &def, t.Pos, "[tools."+name+"]") {
+			return nil
+		}
 		opts.Tool = s.Name
 	}
 	rt, err := process.New(cmd, opts)
@@ -289,11 +335,16 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 	for _, d := range schemas {
 		name := s.Prefix + d.Name
 		if !tool.ValidName(name) {
-			errs = append(errs, fail("the binary describes a tool %q, and %q is not a valid tool name", d.Name, name))
+			// Like a bad schema, a bad name is the binary's answer: it
+			// costs that tool alone.
+			l.leaveOut(name, s.Pos, "[toolsets."+s.Name+"]", fmt.Errorf("%q is not a valid tool name", name))
 			continue
 		}
 		def := tool.Definition{Name: name, Source: "local", Runtime: rtName}
 		fill(&def, d)
+		if l.drop(name, &def, s.Pos, "[toolsets."+s.Name+"]") {
+			continue
+		}
 		c := cmd
 		opts := process.Options{Tool: d.Name, Options: s.Options}
 		pos := s.Pos

@@ -3,10 +3,13 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -21,6 +24,32 @@ import (
 // personWho names the person at the terminal in the audit log, when lathe
 // call's own command line is the approval.
 const personWho = "person"
+
+// checkRules refuses policy rules that match no tool, now that every tool
+// is known (including those of MCP servers, loaded after the policy). A rule
+// of the user's own file, which applies to every workspace, may name a tool
+// that this workspace lacks: that is a warning, not an error.
+func (g *globals) checkRules(e *lathe.Engine, cfg *config.Config, known map[string]bool) error {
+	loaded := map[string]bool{}
+	for _, d := range e.Tools() {
+		if server, ok := strings.CutPrefix(d.Source, "mcp."); ok {
+			loaded[server] = true
+		}
+	}
+	names := slices.Sorted(maps.Keys(known))
+	var errs []error
+	for _, err := range cfg.UnmatchedRules(names, func(s string) bool { return loaded[s] }, policy.Match) {
+		if u := config.UserFile(); u != "" && err.Pos.File == u {
+			fmt.Fprintln(g.streams.Err, "lathe: warning:", err)
+			continue
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return &configError{errors.Join(errs...)}
+	}
+	return nil
+}
 
 // policyStages returns the engine's audit stage (outermost, so that it sees
 // every call) and its policy stage. The audit database is opened at the

@@ -20,12 +20,12 @@ package builtin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 
 	"github.com/lathe-tools/lathe/schema"
+	"github.com/lathe-tools/lathe/schema/infer"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -88,7 +88,7 @@ func (r *Runtime[In, Out]) Cooperative() bool { return true }
 func (r *Runtime[In, Out]) Execute(ctx context.Context, def *tool.Definition, call *tool.Call) (*tool.Outcome, error) {
 	var in In
 	if len(call.Arguments) > 0 {
-		if err := json.Unmarshal(call.Arguments, &in); err != nil {
+		if err := infer.Unmarshal(call.Arguments, &in); err != nil {
 			return nil, &tool.Error{Kind: tool.KindInvalidArguments, Tool: def.Name, Runtime: RuntimeName,
 				Stage: "decode", Message: "arguments do not fit the function's input", Err: err}
 		}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/invopop/jsonschema"
@@ -29,6 +30,12 @@ func For[T any]() (json.RawMessage, error) {
 //	Mode  string `json:"mode,omitempty" jsonschema:"enum=text,enum=binary,default=text"`
 //	Limit int    `json:"limit,omitempty" jsonschema:"minimum=1,maximum=1000,default=100"`
 //	Note  string `json:"note,omitempty" jsonschema_description:"Free text, commas allowed"`
+//
+// A pointer field that is required may be null, as a nil pointer encodes
+// as null: its schema is {"anyOf":[schema of the element, {"type":"null"}]},
+// so that a value of the type, encoded, always fits the schema inferred from
+// it. (Slices and maps are arrays and objects; the SDK and builtin tools
+// send a nil one as [] or {}.)
 //
 // Structs do not allow properties they do not declare. Nested structs and
 // slices of structs are written out in place: the result has no "$ref",
@@ -52,6 +59,7 @@ func ForType(t reflect.Type) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	nullablePointers(t, s, 0)
 	s.Version = ""
 	s.ID = ""
 	s.Definitions = nil
@@ -114,4 +122,65 @@ func checkInlinable(t reflect.Type, onPath map[reflect.Type]bool) error {
 		}
 	}
 	return nil
+}
+
+// nullablePointers lets each required pointer field of the struct t, and of
+// the structs inside it, be null. s is the schema inferred for t.
+func nullablePointers(t reflect.Type, s *jsonschema.Schema, depth int) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if s == nil || depth > 64 || t.Implements(customSchemaType) {
+		return
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		nullablePointers(t.Elem(), s.Items, depth+1)
+		if t.Elem().Kind() == reflect.Pointer && s.Items != nil {
+			s.Items = orNull(s.Items)
+		}
+	case reflect.Map:
+		nullablePointers(t.Elem(), s.AdditionalProperties, depth+1)
+		if t.Elem().Kind() == reflect.Pointer && s.AdditionalProperties != nil {
+			s.AdditionalProperties = orNull(s.AdditionalProperties)
+		}
+	case reflect.Struct:
+		if s.Properties == nil {
+			return
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" || (!f.IsExported() && !f.Anonymous) {
+				continue
+			}
+			if f.Anonymous && name == "" {
+				// The fields of an embedded struct are the parent's.
+				nullablePointers(f.Type, s, depth+1)
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			prop, ok := s.Properties.Get(name)
+			if !ok || prop == nil {
+				continue
+			}
+			nullablePointers(f.Type, prop, depth+1)
+			if f.Type.Kind() == reflect.Pointer && slices.Contains(s.Required, name) {
+				s.Properties.Set(name, orNull(prop))
+			}
+		}
+	}
+}
+
+// orNull is s or null. The title and description move out, so they stay
+// where a model reads them, beside the property's name.
+func orNull(s *jsonschema.Schema) *jsonschema.Schema {
+	if s.Type == "null" {
+		return s
+	}
+	outer := &jsonschema.Schema{Title: s.Title, Description: s.Description, AnyOf: []*jsonschema.Schema{s, {Type: "null"}}}
+	s.Title, s.Description = "", ""
+	return outer
 }

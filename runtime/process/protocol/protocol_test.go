@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
@@ -139,4 +140,14 @@ func FuzzParseAnswer(f *testing.F) {
 		}
 		protocol.ParseSchema(b)
 	})
+}
+
+// TestParseSchemaTooDeep: a schema answer nested 100,000 levels deep is an
+// error (encoding/json stops at 10,000 levels), not a stack overflow.
+func TestParseSchemaTooDeep(t *testing.T) {
+	const deep = 100_000
+	out := `{"tools":[{"name":"deep","parameters":` + strings.Repeat(`{"a":`, deep) + `1` + strings.Repeat(`}`, deep) + `}]}`
+	if _, err := protocol.ParseSchema([]byte(out)); err == nil || !strings.Contains(err.Error(), "exceeded max depth") {
+		t.Fatalf("ParseSchema of a %d-deep answer: got %v, want encoding/json's depth error", deep, err)
+	}
 }
