@@ -74,7 +74,7 @@ func (g *globals) openEngine() (*lathe.Engine, error) {
 		e.Close()
 		return nil, &configError{err}
 	}
-	if err := g.checkRules(e, cfg, known); err != nil {
+	if err := g.checkRules(e, cfg, known, len(pending) > 0); err != nil {
 		e.Close()
 		return nil, err
 	}

@@ -28,8 +28,10 @@ const personWho = "person"
 // checkRules refuses policy rules that match no tool, now that every tool
 // is known (including those of MCP servers, loaded after the policy). A rule
 // of the user's own file, which applies to every workspace, may name a tool
-// that this workspace lacks: that is a warning, not an error.
-func (g *globals) checkRules(e *lathe.Engine, cfg *config.Config, known map[string]bool) error {
+// that this workspace lacks: that is a warning, not an error. So is every
+// such rule while trust has left part of the configuration out (leftOut):
+// the rule may name a tool of a table that is waiting to be trusted.
+func (g *globals) checkRules(e *lathe.Engine, cfg *config.Config, known map[string]bool, leftOut bool) error {
 	loaded := map[string]bool{}
 	for _, d := range e.Tools() {
 		if server, ok := strings.CutPrefix(d.Source, "mcp."); ok {
@@ -39,7 +41,7 @@ func (g *globals) checkRules(e *lathe.Engine, cfg *config.Config, known map[stri
 	names := slices.Sorted(maps.Keys(known))
 	var errs []error
 	for _, err := range cfg.UnmatchedRules(names, func(s string) bool { return loaded[s] }, policy.Match) {
-		if u := config.UserFile(); u != "" && err.Pos.File == u {
+		if u := config.UserFile(); leftOut || u != "" && err.Pos.File == u {
 			fmt.Fprintln(g.streams.Err, "lathe: warning:", err)
 			continue
 		}
