@@ -1,5 +1,6 @@
-// Package audit records every tool call, and the grants people give, in a
-// SQLite database (.lathe/lathe.db in the workspace, by default).
+// Package audit records every tool call in a SQLite database
+// (.lathe/lathe.db in the workspace, by default), and keeps the grants
+// people give outside the workspace (see [Grants]).
 //
 // A call is written twice: a row marked started before anything runs, and
 // the same row completed when the call ends. A process that dies in the
@@ -65,9 +66,10 @@ type Record struct {
 }
 
 // Store is an open audit database. Its methods are safe for concurrent use.
+// It is a log: it holds no rules (grants live in [Grants]).
 //
 // One goroutine owns the store's only write connection: every write (a
-// record started, a record finished, a grant) is queued to it, and it
+// record started, a record finished) is queued to it, and it
 // commits what has queued up in one transaction. SQLite takes one writer at
 // a time anyway; many connections writing at once only fight over the lock
 // and, under load, fail with SQLITE_BUSY. The queue is bounded, so that a
@@ -76,7 +78,8 @@ type Record struct {
 // and lathe call on one workspace) is waited for through SQLite's busy
 // timeout.
 type Store struct {
-	db *sql.DB // readers; query_only
+	path string
+	db   *sql.DB // readers; query_only
 
 	wdb  *sql.DB
 	ops  chan *op
@@ -138,13 +141,7 @@ CREATE TABLE IF NOT EXISTS calls (
 	result_bytes INTEGER NOT NULL DEFAULT 0,
 	pid INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX IF NOT EXISTS calls_tool ON calls(tool, time_ns);
-CREATE TABLE IF NOT EXISTS grants (
-	tool TEXT NOT NULL,
-	command TEXT NOT NULL DEFAULT '',
-	created_ns INTEGER NOT NULL,
-	PRIMARY KEY (tool, command)
-);`
+CREATE INDEX IF NOT EXISTS calls_tool ON calls(tool, time_ns);`
 
 // Open opens (creating it and its directory if need be) the database at path.
 func Open(path string) (*Store, error) {
@@ -174,7 +171,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("audit: opening %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(4)
-	s := &Store{db: db, wdb: wdb, ops: make(chan *op, queueLen), done: make(chan struct{})}
+	s := &Store{path: path, db: db, wdb: wdb, ops: make(chan *op, queueLen), done: make(chan struct{})}
 	go s.write(w)
 	return s, nil
 }
@@ -302,6 +299,9 @@ func (s *Store) do(run func(w *writer) error) error {
 	}
 	return nil
 }
+
+// Path returns the database's file.
+func (s *Store) Path() string { return s.path }
 
 // Close waits, up to a few seconds, for calls in flight to finish their
 // records, then writes what is queued and closes the database. A record
@@ -433,33 +433,19 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	return out, nil
 }
 
-var _ policy.GrantStore = (*Store)(nil)
-
-// Granted reports whether a person granted calls of the tool with this
-// command line (see [policy.Grant]) for good.
-func (s *Store) Granted(ctx context.Context, toolName, command string) (bool, error) {
+// LegacyGrants returns the grants an earlier lathe kept in this database.
+// They are not honoured: anything that could write the workspace could
+// have written them. They are listed so that a person can see what to
+// grant again.
+func (s *Store) LegacyGrants(ctx context.Context) ([]policy.Grant, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM grants WHERE tool = ? AND command = ?`, toolName, command).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'grants'`).Scan(&n)
+	if err != nil || n == 0 {
+		if err != nil {
+			err = fmt.Errorf("audit: %w", err)
+		}
+		return nil, err
 	}
-	if err != nil {
-		return false, fmt.Errorf("audit: %w", err)
-	}
-	return true, nil
-}
-
-// AddGrant stores a grant; granting a tool twice keeps the first.
-func (s *Store) AddGrant(ctx context.Context, g policy.Grant) error {
-	return s.do(func(w *writer) error {
-		_, err := w.conn.ExecContext(context.Background(),
-			`INSERT OR IGNORE INTO grants (tool, command, created_ns) VALUES (?, ?, ?)`, g.Tool, g.Command, g.Created.UnixNano())
-		return err
-	})
-}
-
-// Grants lists the stored grants by tool name.
-func (s *Store) Grants(ctx context.Context) ([]policy.Grant, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT tool, command, created_ns FROM grants ORDER BY tool, command`)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
@@ -478,17 +464,16 @@ func (s *Store) Grants(ctx context.Context) ([]policy.Grant, error) {
 	return out, rows.Err()
 }
 
-// RevokeGrant removes the grants of a tool, every command line's; it
-// reports whether there was one.
-func (s *Store) RevokeGrant(ctx context.Context, toolName string) (bool, error) {
-	var n int64
-	err := s.do(func(w *writer) error {
-		res, err := w.conn.ExecContext(context.Background(), `DELETE FROM grants WHERE tool = ?`, toolName)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+// DropLegacyGrants removes the grants an earlier lathe kept in this
+// database (see [Store.LegacyGrants]); it reports whether there were any.
+func (s *Store) DropLegacyGrants(ctx context.Context) (bool, error) {
+	old, err := s.LegacyGrants(ctx)
+	if err != nil || len(old) == 0 {
+		return false, err
+	}
+	err = s.do(func(w *writer) error {
+		_, err := w.conn.ExecContext(context.Background(), `DROP TABLE IF EXISTS grants`)
 		return err
 	})
-	return n > 0, err
+	return err == nil, err
 }

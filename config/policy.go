@@ -42,12 +42,13 @@ func (a Approval) validate() error {
 	return fmt.Errorf("must be \"allow\", \"ask\" or \"deny\", got %q", string(a))
 }
 
-// Audit is the [audit] table: where calls and grants are recorded.
+// Audit is the [audit] table: where and how calls are recorded.
 type Audit struct {
 	// Path is the SQLite database; relative paths are relative to the
 	// workspace. Empty means .lathe/lathe.db.
 	Path string `toml:"path"`
-	// Enable = false records nothing and keeps no grants; nil means on.
+	// Enable = false records nothing and keeps no grants ("allow always"
+	// then lasts the session); nil means on.
 	Enable *bool `toml:"enable"`
 	// RedactKeys are regular expressions over argument names whose values
 	// are hidden in the log, beside the built-in ones.

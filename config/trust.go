@@ -12,7 +12,7 @@ import (
 // A workspace's configuration is code: a [tools.NAME] command, a toolset or
 // an MCP server starts programs; an allow rule lets calls run unasked; a
 // profile, a permission or a limit loosens the sandbox; the [audit] table
-// decides where grants are kept and what is recorded. Such settings apply
+// decides where calls are recorded, and what of them. Such settings apply
 // only once a person has trusted the exact file (package trust). Until then
 // lathe applies the part of the file that can only narrow what is allowed:
 // see [Config.Split].
@@ -158,7 +158,7 @@ func (c *Config) Split() (*Config, []Widening) {
 	}
 
 	for _, k := range setKeys(&c.Audit) {
-		add(Pos{File: file}, "audit."+k, "changes where calls and grants are recorded, or what is")
+		add(Pos{File: file}, "audit."+k, "changes where calls are recorded, or what is")
 	}
 	switch c.Sandbox.Profile {
 	case "", "hardened":

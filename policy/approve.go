@@ -70,8 +70,10 @@ type Grant struct {
 	Created time.Time `json:"created"`
 }
 
-// GrantStore keeps grants across processes (package audit keeps them in
-// SQLite).
+// GrantStore keeps grants across processes (package audit's Grants keeps
+// them in the user's state directory, outside the workspace). A grant lets
+// calls run without asking, so a store must hold only what a person
+// granted: nothing a tool can write may reach it.
 type GrantStore interface {
 	// Granted reports whether a grant covers a call of toolName with the
 	// command line command ("" for a tool that runs none).

@@ -11,8 +11,10 @@
 // workspace and of the file, and a store that lies inside the workspace is
 // refused.
 //
-// The package uses only the standard library, so that any face of lathe
-// can check trust without the rest of the engine.
+// The package uses only the standard library (and lathe's internal
+// statedir, which shares the store's checks with the grants of package
+// audit), so that any face of lathe can check trust without the rest of
+// the engine.
 package trust
 
 import (
@@ -27,8 +29,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/lathe-tools/lathe/internal/statedir"
 )
 
 // Status says what a store knows of a file's bytes.
@@ -83,15 +86,7 @@ func Sum(data []byte) string {
 // DefaultDir returns the store's directory: $XDG_STATE_HOME/lathe/trust,
 // or $HOME/.local/state/lathe/trust when XDG_STATE_HOME is unset or not
 // absolute (as the XDG spec asks).
-func DefaultDir() (string, error) {
-	if dir := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(dir) {
-		return filepath.Join(dir, "lathe", "trust"), nil
-	}
-	if home := os.Getenv("HOME"); filepath.IsAbs(home) {
-		return filepath.Join(home, ".local", "state", "lathe", "trust"), nil
-	}
-	return "", errors.New("no place for the trust store: set XDG_STATE_HOME or HOME to an absolute path")
-}
+func DefaultDir() (string, error) { return statedir.Dir("trust") }
 
 // Store is a directory of trust records. Its methods may be called from
 // several processes at once: each record is its own file, replaced whole.
@@ -141,33 +136,14 @@ func (s *Store) recordPath(ws, file string) string {
 // guard refuses a store that a process confined to ws could write: one
 // inside the workspace.
 func (s *Store) guard(ws string) error {
-	dir, err := filepath.Abs(s.dir)
+	inside, err := statedir.Inside(s.dir, ws)
 	if err != nil {
 		return err
 	}
-	// The store may not exist yet: resolve its nearest existing ancestor.
-	rest := ""
-	for {
-		if r, err := filepath.EvalSymlinks(dir); err == nil {
-			dir = filepath.Join(r, rest)
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		rest = filepath.Join(filepath.Base(dir), rest)
-		dir = parent
-	}
-	if within(ws, dir) {
+	if inside {
 		return fmt.Errorf("%w: %s is inside %s; set XDG_STATE_HOME to a directory outside it", ErrInsideWorkspace, s.dir, ws)
 	}
 	return nil
-}
-
-func within(root, p string) bool {
-	rel, err := filepath.Rel(root, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // Check says whether data, read from file, is trusted for workspace. It
@@ -235,22 +211,7 @@ func decode(p string, data []byte) (*Record, error) {
 
 // checkDir refuses a store directory that is not the user's own or that
 // others may write: another user could then trust files for this one.
-func (s *Store) checkDir() error {
-	fi, err := os.Lstat(s.dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("trust store %s is not a directory", s.dir)
-	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("trust store %s may be written by other users (mode %v); make it 0700", s.dir, fi.Mode().Perm())
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("trust store %s belongs to user %d, not to this user (%d)", s.dir, st.Uid, os.Geteuid())
-	}
-	return nil
-}
+func (s *Store) checkDir() error { return statedir.CheckDir(s.dir, "trust store") }
 
 // Trust records data, read from file, as trusted for workspace. The record
 // replaces any earlier one at once: it is written to a temporary file of
@@ -274,42 +235,7 @@ func (s *Store) Trust(workspace, file string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(s.recordPath(ws, f), append(b, '\n'))
-}
-
-func writeAtomic(p string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".record-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	// CreateTemp makes the file 0600 already; say so, whatever the umask.
-	if err = tmp.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), p); err != nil {
-		return err
-	}
-	// The rename lasts only once the directory is synced.
-	if d, err := os.Open(filepath.Dir(p)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return statedir.WriteFile(s.recordPath(ws, f), append(b, '\n'))
 }
 
 // Revoke removes the record of file in workspace. It reports whether there

@@ -65,6 +65,7 @@ func testTools() []tool.Tool {
 //
 //	exits N CMD ARGS...   run CMD and check that it exits with code N
 //	sleep DURATION        wait, e.g. for a background command to start
+//	forgegrant DB TOOL [COMMAND]   write an "always" grant into a database (forge_test.go)
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
@@ -106,7 +107,8 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits": exits,
+			"exits":      exits,
+			"forgegrant": forgeGrant,
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
 				d, err := time.ParseDuration(args[0])
 				if neg || len(args) != 1 || err != nil {

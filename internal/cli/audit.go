@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lathe-tools/lathe/audit"
+	"github.com/lathe-tools/lathe/policy"
+	"github.com/lathe-tools/lathe/tool"
+	"github.com/lathe-tools/lathe/trust"
 )
 
 func newAuditCmd(g *globals) *cobra.Command {
@@ -76,7 +81,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&since, "since", "", "only calls since this time: a duration ago (1h) or an RFC 3339 time")
 	cmd.Flags().IntVar(&f.Limit, "limit", 100, "show the newest N calls; 0 or less shows all")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the records as a JSON array")
-	cmd.AddCommand(newGrantsCmd(g), newRevokeCmd(g))
+	cmd.AddCommand(newGrantsCmd(g), newGrantCmd(g), newRevokeCmd(g))
 	// A zero or negative --limit means all, which audit.Filter spells -1.
 	cmd.PreRun = func(*cobra.Command, []string) {
 		if f.Limit <= 0 {
@@ -91,20 +96,27 @@ func newGrantsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "grants",
 		Short: "List the tools a person allowed always",
-		Args:  usage(cobra.NoArgs),
+		Long: "List the workspace's grants: the tools, and for a tool that runs command lines the command\n" +
+			"lines, that a person allowed always. They are kept outside the workspace, in the user's state\n" +
+			"directory ($XDG_STATE_HOME/lathe/grants), where no tool can write them.",
+		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := g.openAudit()
-			if err != nil || s == nil {
-				if err == nil && asJSON {
-					fmt.Fprintln(g.streams.Out, "[]")
-				}
-				return err
-			}
-			defer s.Close()
-			gs, err := s.Grants(cmd.Context())
+			ws, err := g.workspaceDir()
 			if err != nil {
 				return err
 			}
+			gr, err := openGrants(ws)
+			if err != nil {
+				return &untrustedError{err}
+			}
+			gs, err := gr.List(cmd.Context())
+			if err != nil && len(gs) == 0 {
+				return &untrustedError{err}
+			}
+			if err != nil {
+				fmt.Fprintf(g.streams.Err, "lathe: %v\n", err)
+			}
+			g.noteLegacyGrants(cmd.Context(), gs)
 			if asJSON {
 				if gs == nil {
 					return writeJSON(g.streams.Out, []any{})
@@ -112,11 +124,7 @@ func newGrantsCmd(g *globals) *cobra.Command {
 				return writeJSON(g.streams.Out, gs)
 			}
 			for _, gr := range gs {
-				line := gr.Tool
-				if gr.Command != "" {
-					line += " " + strconv.Quote(gr.Command)
-				}
-				fmt.Fprintf(g.streams.Out, "%s\t%s\n", line, gr.Created.Local().Format(time.DateTime))
+				fmt.Fprintf(g.streams.Out, "%s\t%s\n", grantLine(gr), gr.Created.Local().Format(time.DateTime))
 			}
 			return nil
 		},
@@ -125,23 +133,123 @@ func newGrantsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func newRevokeCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "revoke TOOL",
-		Short: "Remove the grants of a tool (all its command lines): its calls ask again",
-		Args:  usage(cobra.ExactArgs(1)),
+// grantLine is a grant as a person reads it: the tool, and the command
+// line it covers, quoted, when there is one.
+func grantLine(gr policy.Grant) string {
+	if gr.Command == "" {
+		return gr.Tool
+	}
+	return gr.Tool + " " + strconv.Quote(gr.Command)
+}
+
+// noteLegacyGrants says on standard error which grants an earlier lathe
+// kept in the workspace's audit database, and that are not granted again:
+// they are not honoured any more, since anything that could write the
+// workspace could have written them.
+func (g *globals) noteLegacyGrants(ctx context.Context, now []policy.Grant) {
+	s, err := g.openAudit()
+	if err != nil || s == nil {
+		return
+	}
+	defer s.Close()
+	old, err := s.LegacyGrants(ctx)
+	if err != nil {
+		return
+	}
+	old = slices.DeleteFunc(old, func(o policy.Grant) bool {
+		return slices.ContainsFunc(now, func(n policy.Grant) bool { return n.Tool == o.Tool && n.Command == o.Command })
+	})
+	if len(old) == 0 {
+		return
+	}
+	fmt.Fprintf(g.streams.Err, "lathe: %d grants in %s are no longer honoured: the workspace's audit log is not a\n"+
+		"place for rules, since anything that writes the workspace could have written them. Grant again those you\n"+
+		"still want, after reading them (lathe audit revoke --old forgets them all):\n", len(old), s.Path())
+	for _, gr := range old {
+		line := "lathe audit grant " + shellQuote(gr.Tool)
+		if gr.Command != "" {
+			line += " --command " + shellQuote(gr.Command)
+		}
+		fmt.Fprintf(g.streams.Err, "  %s\n", trust.Visible(line))
+	}
+}
+
+func newGrantCmd(g *globals) *cobra.Command {
+	var command string
+	cmd := &cobra.Command{
+		Use:   "grant TOOL [--command LINE]",
+		Short: "Allow a tool always, in this workspace: its calls run without asking",
+		Long: "Allow a tool always, as answering \"always\" when lathe asks does: calls of TOOL in this workspace\n" +
+			"that the policy would ask about run without asking. Deny rules still hold. For a tool that runs\n" +
+			"command lines (run_command), a grant covers the one command line --command names.",
+		Args: usage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := g.openAudit()
+			if !tool.ValidName(args[0]) {
+				return &usageError{fmt.Errorf("%q is not a tool name", args[0])}
+			}
+			ws, err := g.workspaceDir()
 			if err != nil {
 				return err
 			}
-			if s == nil {
-				return &usageError{fmt.Errorf("no grant for %s", args[0])}
+			gr, err := openGrants(ws)
+			if err != nil {
+				return &untrustedError{err}
 			}
-			defer s.Close()
-			ok, err := s.RevokeGrant(cmd.Context(), args[0])
+			grant := policy.Grant{Tool: args[0], Command: command, Created: time.Now()}
+			if err := gr.AddGrant(cmd.Context(), grant); err != nil {
+				return &untrustedError{err}
+			}
+			fmt.Fprintf(g.streams.Out, "granted %s in %s\n", trust.Visible(grantLine(grant)), gr.Workspace())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&command, "command", "", "the one command line the grant covers, for a tool that runs command lines")
+	return cmd
+}
+
+func newRevokeCmd(g *globals) *cobra.Command {
+	var old bool
+	cmd := &cobra.Command{
+		Use:   "revoke TOOL | --old",
+		Short: "Remove the grants of a tool (all its command lines): its calls ask again",
+		Long: "Remove the grants of a tool (all its command lines): its calls ask again. With --old, forget\n" +
+			"the grants an earlier lathe kept in the workspace's audit log; they are not honoured anyway.",
+		Args: usage(func(cmd *cobra.Command, args []string) error {
+			if old {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if old {
+				s, err := g.openAudit()
+				if err != nil {
+					return err
+				}
+				found := false
+				if s != nil {
+					defer s.Close()
+					if found, err = s.DropLegacyGrants(cmd.Context()); err != nil {
+						return err
+					}
+				}
+				if !found {
+					return &usageError{errors.New("no old grants in the audit log")}
+				}
+				fmt.Fprintf(g.streams.Out, "forgot the old grants in %s\n", s.Path())
+				return nil
+			}
+			ws, err := g.workspaceDir()
 			if err != nil {
 				return err
+			}
+			gr, err := openGrants(ws)
+			if err != nil {
+				return &untrustedError{err}
+			}
+			ok, err := gr.Revoke(cmd.Context(), args[0])
+			if err != nil {
+				return &untrustedError{err}
 			}
 			if !ok {
 				return &usageError{fmt.Errorf("no grant for %s", args[0])}
@@ -150,6 +258,8 @@ func newRevokeCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&old, "old", false, "forget the grants an earlier lathe kept in the audit log")
+	return cmd
 }
 
 // openAudit opens the workspace's audit database, or returns nil when no

@@ -20,7 +20,7 @@ const (
 	ExitCancelled       = 8  // the call was cancelled (Ctrl-C)
 	ExitRuntimeFailure  = 9  // the machinery failed: a panic, a crash, a lost connection
 	ExitNeedsInput      = 10 // the tool asked a question and nobody could answer it here
-	ExitUntrusted       = 11 // the workspace configuration needs `lathe trust`, or the trust store is unusable
+	ExitUntrusted       = 11 // the workspace configuration needs `lathe trust`, or the trust store or the grants are unusable
 	ExitInternalFailure = 70 // anything else: a bug in lathe
 )
 

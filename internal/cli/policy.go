@@ -64,12 +64,20 @@ func (g *globals) policyStages(cfg *config.Config, ws string) (outer, inner []la
 	}
 	opts := policy.Options{Approver: g.approver}
 	if cfg.Audit.Enable == nil || *cfg.Audit.Enable {
+		// Grants are kept in the user's state directory, not in the audit
+		// database: that is a log, which anything writing the workspace
+		// could forge, never a source of rules. Without a place for them,
+		// "always" lasts the session.
+		if grants, err := openGrants(ws); err != nil {
+			fmt.Fprintf(g.streams.Err, "lathe: grants are not kept: %v\n", err)
+		} else {
+			opts.Grants = grants
+		}
 		red, err := audit.NewRedactor(patterns(cfg.Audit.RedactKeys), patterns(cfg.Audit.RedactValues))
 		if err != nil {
 			return nil, nil, &configError{err}
 		}
 		ls := g.auditStore(auditPath(cfg, ws))
-		opts.Grants = ls
 		outer = append(outer, func(next lathe.Handler) lathe.Handler {
 			return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
 				s, err := ls.get()
@@ -137,20 +145,14 @@ func (l *lazyStore) get() (*audit.Store, error) {
 	return l.s, l.err
 }
 
-func (l *lazyStore) Granted(ctx context.Context, name, command string) (bool, error) {
-	s, err := l.get()
+// openGrants returns the grants of the workspace ws, kept in the user's
+// state directory.
+func openGrants(ws string) (*audit.Grants, error) {
+	dir, err := audit.DefaultGrantDir()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	return s.Granted(ctx, name, command)
-}
-
-func (l *lazyStore) AddGrant(ctx context.Context, gr policy.Grant) error {
-	s, err := l.get()
-	if err != nil {
-		return err
-	}
-	return s.AddGrant(ctx, gr)
+	return audit.OpenGrants(dir, ws)
 }
 
 // terminalApprover asks for approvals on the terminal, or is nil when
