@@ -31,9 +31,10 @@ type rawTool struct {
 
 // capture collects the raw tools of one session.
 type capture struct {
-	mu      sync.Mutex
-	pending map[any]bool // ids of tools/list requests awaiting their response
-	tools   map[string]*rawTool
+	mu       sync.Mutex
+	pending  map[any]bool // ids of tools/list requests awaiting their response
+	tools    map[string]*rawTool
+	rejected []rejection // tools screened out of answers, not yet reported
 }
 
 func newCapture() *capture {
@@ -75,6 +76,50 @@ func (c *capture) received(m jsonrpc.Message) {
 			c.tools[t.Name] = t
 		}
 	}
+}
+
+// listing reports whether a tools/list request awaits its answer.
+func (c *capture) listing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) > 0
+}
+
+// isPending reports whether raw, the id of a response as written, is that
+// of a tools/list request awaiting its answer.
+func (c *capture) isPending(raw []byte) bool {
+	if raw == nil {
+		return false
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var id any
+	if d.Decode(&id) != nil {
+		return false
+	}
+	b, err := json.Marshal(id)
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending[string(b)]
+}
+
+// reject records tools screened out of an answer.
+func (c *capture) reject(r []rejection) {
+	c.mu.Lock()
+	c.rejected = append(c.rejected, r...)
+	c.mu.Unlock()
+}
+
+// takeRejected returns the tools screened out since it was last called.
+func (c *capture) takeRejected() []rejection {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.rejected
+	c.rejected = nil
+	return r
 }
 
 // tool returns the raw form of the named tool, or nil.
