@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,11 +182,12 @@ func TestSandboxedServer(t *testing.T) {
 	}
 }
 
-// hostileServer speaks MCP over stdio by hand, to answer tools/list with
-// what no SDK would send: one good tool among tools whose definitions
-// are nested 10,000 levels deep, are not JSON Schema, are not tools at
-// all, or have defaults that recurse.
-func hostileServer() {
+// hostileAnswer answers one JSON-RPC message as a hostile server would:
+// its tools/list holds, beside one good tool, tools whose definitions are
+// nested 10,000 levels deep, are not JSON Schema, are not tools at all, or
+// have defaults that recurse — what no SDK would send. It returns nil for a
+// notification.
+func hostileAnswer(msg []byte) []byte {
 	deep := strings.Repeat(`{"items":`, 10000) + `{}` + strings.Repeat(`}`, 10000)
 	tools := []string{
 		`{"name":"good","description":"Works.","inputSchema":{"type":"object","properties":{"x":{"type":"string"}}}}`,
@@ -193,77 +197,120 @@ func hostileServer() {
 		`{"name":"nottool","inputSchema":"a string"}`,
 		`{"name":7}`,
 	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			ProtocolVersion string `json:"protocolVersion"`
+			Name            string `json:"name"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(msg, &m) != nil || m.ID == nil {
+		return nil
+	}
+	var result string
+	switch m.Method {
+	case "initialize":
+		result = fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}}`,
+			m.Params.ProtocolVersion)
+	case "tools/list":
+		result = `{"tools":[` + strings.Join(tools, ",") + `]}`
+	case "tools/call":
+		result = fmt.Sprintf(`{"content":[{"type":"text","text":"called %s"}]}`, m.Params.Name)
+	default:
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`, m.ID)
+	}
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result)
+}
+
+// hostileServer speaks MCP over stdio by hand (see hostileAnswer).
+func hostileServer() {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 1<<20)
-	out := bufio.NewWriter(os.Stdout)
 	for in.Scan() {
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				ProtocolVersion string `json:"protocolVersion"`
-				Name            string `json:"name"`
-			} `json:"params"`
+		if a := hostileAnswer(in.Bytes()); a != nil {
+			os.Stdout.Write(append(a, '\n'))
 		}
-		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil {
-			continue
-		}
-		var result string
-		switch m.Method {
-		case "initialize":
-			result = fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}}`,
-				m.Params.ProtocolVersion)
-		case "tools/list":
-			result = `{"tools":[` + strings.Join(tools, ",") + `]}`
-		case "tools/call":
-			result = fmt.Sprintf(`{"content":[{"type":"text","text":"called %s"}]}`, m.Params.Name)
-		default:
-			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`+"\n", m.ID)
-			out.Flush()
-			continue
-		}
-		fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, result)
-		out.Flush()
 	}
+}
+
+// hostileHTTP is hostileServer over streamable HTTP, answering with JSON
+// bodies or, with sse, event streams.
+func hostileHTTP(t *testing.T, sse bool) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		a := hostileAnswer(body)
+		w.Header().Set("Mcp-Session-Id", "s1")
+		switch {
+		case a == nil:
+			w.WriteHeader(http.StatusAccepted)
+		case sse:
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: message\ndata: %s\n\n", a)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(a)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
 }
 
 // TestHostileToolList: the bad tools of a server's list cost themselves,
 // each reported with the server's name and its own; the good tool loads
-// and answers.
+// and answers. Over stdio the list is one message deeper than the JSON
+// decoder takes, which would otherwise end the session; over HTTP, the
+// same, as a JSON body and as an event stream.
 func TestHostileToolList(t *testing.T) {
 	argv, env := self(t, "hostile")
-	var (
-		mu     sync.Mutex
-		warned []string
-	)
-	warn := func(err error) {
-		mu.Lock()
-		warned = append(warned, err.Error())
-		mu.Unlock()
-	}
-	eng, _ := open(t, mcp.Options{Warn: warn}, mcp.Config{Name: "h", Command: argv, Env: env, StartupTimeout: 20 * time.Second})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if r := mustOK(t, call(t, ctx, eng, "h__good", `{"x":"y"}`)); r.Text() != "called good" {
-		t.Errorf("good: %q", r.Text())
-	}
-	mu.Lock()
-	all := strings.Join(warned, "\n")
-	mu.Unlock()
-	for _, want := range []string{
-		`mcp server h: tool "deep" left out: its definition nests deeper than 256 levels`,
-		`mcp server h: tool "invalid" left out: input schema`,
-		`mcp server h: tool "nottool" left out: input schema: schema: must be a JSON object`,
-		`mcp server h: tool #5 of the list left out: its definition is not an MCP tool`,
+	for _, c := range []struct {
+		name string
+		cfg  mcp.Config
+	}{
+		{"stdio", mcp.Config{Name: "h", Command: argv, Env: env}},
+		{"http-json", mcp.Config{Name: "h", URL: hostileHTTP(t, false)}},
+		{"http-sse", mcp.Config{Name: "h", URL: hostileHTTP(t, true)}},
 	} {
-		if !strings.Contains(all, want) {
-			t.Errorf("no warning %q in:\n%s", want, all)
-		}
-	}
-	for _, n := range []string{"h__deep", "h__invalid", "h__nottool"} {
-		if _, ok := eng.Lookup(n); ok {
-			t.Errorf("%s was registered", n)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			var (
+				mu     sync.Mutex
+				warned []string
+			)
+			warn := func(err error) {
+				mu.Lock()
+				warned = append(warned, err.Error())
+				mu.Unlock()
+			}
+			c.cfg.StartupTimeout = 20 * time.Second
+			eng, _ := open(t, mcp.Options{Warn: warn}, c.cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if r := mustOK(t, call(t, ctx, eng, "h__good", `{"x":"y"}`)); r.Text() != "called good" {
+				t.Errorf("good: %q", r.Text())
+			}
+			mu.Lock()
+			all := strings.Join(warned, "\n")
+			mu.Unlock()
+			for _, want := range []string{
+				`mcp server h: tool "deep" left out: its definition nests deeper than 256 levels`,
+				`mcp server h: tool "invalid" left out: input schema`,
+				`mcp server h: tool "nottool" left out: input schema: schema: must be a JSON object`,
+				`mcp server h: tool #5 of the list left out: its definition is not an MCP tool`,
+			} {
+				if !strings.Contains(all, want) {
+					t.Errorf("no warning %q in:\n%s", want, all)
+				}
+			}
+			for _, n := range []string{"h__deep", "h__invalid", "h__nottool"} {
+				if _, ok := eng.Lookup(n); ok {
+					t.Errorf("%s was registered", n)
+				}
+			}
+		})
 	}
 }
 

@@ -164,7 +164,8 @@ type Options struct {
 	// Warn receives what costs part of the servers but not the pool: an
 	// optional server that cannot be started, which is skipped, and a tool
 	// that is left out (its definition or schema is bad), with the names of
-	// its server and of the tool. Nil logs them.
+	// its server and of the tool, at Open and whenever a server's tools are
+	// listed again, from any goroutine. Nil logs them.
 	Warn func(error)
 	// OnClose is called once, when the pool has closed.
 	OnClose func()
