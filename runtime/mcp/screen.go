@@ -37,7 +37,10 @@ func (r rejection) Error() string {
 // MCP tool; each is recorded (see [capture.takeRejected]). The rest of the
 // message is kept byte for byte.
 func (c *capture) screen(msg []byte) []byte {
-	if !c.listing() || !bytes.Contains(msg, []byte(`"tools"`)) {
+	// Only while a listing is under way: other messages pass untouched.
+	// (No quicker test of the bytes, such as looking for "tools": a key may
+	// be written with escapes.)
+	if !c.listing() {
 		return msg
 	}
 	start := skipSpace(msg, 0)
