@@ -75,7 +75,11 @@ func TestChildren(t *testing.T) {
 		t.Helper()
 		out := e.Call(ctx, &tool.Call{Name: name, Arguments: json.RawMessage(args)})
 		if out.Result == nil || out.Result.IsError {
-			t.Fatalf("%s: %+v", name, out)
+			text := ""
+			if out.Result != nil {
+				text = out.Result.Text()
+			}
+			t.Fatalf("%s: %+v %s", name, out, text)
 		}
 		return out.Result.Text()
 	}
@@ -99,8 +103,11 @@ func TestChildren(t *testing.T) {
 			return call(t, e, "env", `{}`)
 		}},
 		{"run_command", "print", ws, func(t *testing.T) string {
+			// No cap on the address space: the child is this test binary,
+			// whose race detector, when on, reserves terabytes of it.
 			std, err := tools.Standard(ws, tools.Options{Command: &sandbox.Config{Profile: sandbox.Dev,
-				Perms: sandbox.Permissions{Env: []string{"LATHE_TEST_LISTED", modeEnv}}}})
+				Limits: sandbox.Limits{Memory: -1},
+				Perms:  sandbox.Permissions{Env: []string{"LATHE_TEST_LISTED", modeEnv}}}})
 			if err != nil {
 				t.Fatal(err)
 			}
