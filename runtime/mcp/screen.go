@@ -36,7 +36,15 @@ func (r rejection) Error() string {
 // its definition nests deeper than [MaxToolDepth] or does not decode as an
 // MCP tool; each is recorded (see [capture.takeRejected]). The rest of the
 // message is kept byte for byte.
-func (c *capture) screen(msg []byte) []byte {
+func (c *capture) screen(msg []byte) (out []byte) {
+	// It runs on the goroutine that reads the connection, where a panic
+	// would end the process: a message it cannot screen passes as it came,
+	// for the SDK to take or refuse.
+	defer func() {
+		if recover() != nil {
+			out = msg
+		}
+	}()
 	// Only while a listing is under way: other messages pass untouched.
 	// (No quicker test of the bytes, such as looking for "tools": a key may
 	// be written with escapes.)
@@ -83,14 +91,14 @@ func (c *capture) screen(msg []byte) []byte {
 		return msg
 	}
 	c.reject(rejected)
-	var out bytes.Buffer
-	out.Grow(len(msg))
-	out.Write(msg[:resultAt+toolsStart])
-	out.WriteByte('[')
-	out.Write(bytes.Join(kept, []byte{','}))
-	out.WriteByte(']')
-	out.Write(msg[resultAt+toolsEnd:])
-	return out.Bytes()
+	var b bytes.Buffer
+	b.Grow(len(msg))
+	b.Write(msg[:resultAt+toolsStart])
+	b.WriteByte('[')
+	b.Write(bytes.Join(kept, []byte{','}))
+	b.WriteByte(']')
+	b.Write(msg[resultAt+toolsEnd:])
+	return b.Bytes()
 }
 
 // checkTool says what is wrong with one tool of a list, or nil.
