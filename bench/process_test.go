@@ -35,7 +35,7 @@ func buildExample(b *testing.B) string {
 // floors use too, so that they do the same work but lathe's.
 func minimalEnv() []string {
 	var env []string
-	for _, n := range process.DefaultEnv {
+	for _, n := range process.DefaultEnv() {
 		if v, ok := os.LookupEnv(n); ok {
 			env = append(env, n+"="+v)
 		}

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -24,7 +25,9 @@ type MCPServer struct {
 	Enable *bool `toml:"enable"`
 	// Command is the server's argv, as in command = ["npx", "-y", "some-server"].
 	Command []string `toml:"command"`
-	// Env holds variables set for the command, beside lathe's own.
+	// Env holds variables set for the command. Besides them the command
+	// gets only PATH, HOME, LANG, TERM and TMPDIR of lathe's environment and
+	// the names of Permissions.Env.
 	Env map[string]string `toml:"env"`
 	// Cwd is the command's working directory; empty means the workspace.
 	Cwd string `toml:"cwd"`
@@ -44,11 +47,25 @@ type MCPServer struct {
 	Timeout time.Duration `toml:"timeout"`
 	// StartupTimeout bounds starting the server and listing its tools.
 	StartupTimeout time.Duration `toml:"startup_timeout"`
-	// Optional = true reports a server that cannot be started and goes on
-	// without it; otherwise such a server is an error.
+	// Optional = true reports a server that cannot be started, or whose
+	// ${VAR} is not set, and goes on without it; otherwise such a server is
+	// an error.
 	Optional bool `toml:"optional"`
+	// Profile is the sandbox profile of the server's command, as for a
+	// local tool; empty means [sandbox] profile, and with neither the
+	// server runs as a host process with the minimal environment.
+	Profile SandboxProfile `toml:"profile"`
+	// Permissions add to [sandbox.permissions] for this server's command:
+	// paths it may read or write and the network (under a profile), and the
+	// names of variables of lathe's environment it receives.
+	Permissions SandboxPermissions `toml:"permissions"`
 	// Pos is where the table was defined, in the file that won.
 	Pos Pos `toml:"-"`
+
+	// Unavailable, set by [Config.MCPServers] on an optional server whose
+	// ${VAR} is not set, says why the server cannot be started; such a
+	// server is skipped, with a warning.
+	Unavailable error `toml:"-"`
 }
 
 var (
@@ -59,9 +76,12 @@ var (
 
 // MCPServers returns the enabled [mcp.NAME] servers, sorted by name, each
 // checked and with ${VAR} replaced through lookup (os.LookupEnv, say). A
-// server that names no transport or two, a bad name or prefix, or a variable
-// that is not set is an error naming the file and line of its table; every
-// such problem is reported.
+// server that names no transport or two, a bad name, prefix or environment
+// name, a profile or permissions for a server over HTTP, or a variable that
+// is not set is an error naming the file and line of its table; every such
+// problem is reported. The one exception is an optional server whose
+// ${VAR} is not set: it comes back with Unavailable saying so, for the
+// caller to skip, since an optional server is one lathe can do without.
 func (c *Config) MCPServers(lookup func(string) (string, bool)) ([]MCPServer, error) {
 	if c == nil {
 		return nil, nil
@@ -75,10 +95,11 @@ func (c *Config) MCPServers(lookup func(string) (string, bool)) ([]MCPServer, er
 		if s == nil || (s.Enable != nil && !*s.Enable) {
 			continue
 		}
-		fail := func(format string, args ...any) {
-			errs = append(errs, &Error{Pos: s.Pos, Msg: fmt.Sprintf("[%s] ", keyString([]string{"mcp", name})) +
-				fmt.Sprintf(format, args...)})
+		errorf := func(format string, args ...any) error {
+			return &Error{Pos: s.Pos, Msg: fmt.Sprintf("[%s] ", keyString([]string{"mcp", name})) +
+				fmt.Sprintf(format, args...)}
 		}
+		fail := func(format string, args ...any) { errs = append(errs, errorf(format, args...)) }
 		r := *s
 		r.Name = name
 		switch {
@@ -97,6 +118,16 @@ func (c *Config) MCPServers(lookup func(string) (string, bool)) ([]MCPServer, er
 				fail("bad tool pattern %s", quote(p))
 			}
 		}
+		if s.URL != "" && (s.Profile != "" || !reflect.ValueOf(s.Permissions).IsZero()) {
+			fail("profile and permissions confine a server's command; a server over HTTP runs elsewhere")
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+			if !envNamePattern.MatchString(k) {
+				fail("env: %s is not a variable name", quote(k))
+			}
+		}
+		checkEnv(s.Permissions.Env, fail)
+		var unset []error
 		expand := func(key, v string) string {
 			return varPattern.ReplaceAllStringFunc(v, func(m string) string {
 				if m == "$$" {
@@ -105,7 +136,7 @@ func (c *Config) MCPServers(lookup func(string) (string, bool)) ([]MCPServer, er
 				name := m[2 : len(m)-1]
 				val, ok := lookup(name)
 				if !ok {
-					fail("%s: ${%s} is not set in the environment", key, name)
+					unset = append(unset, errorf("%s: ${%s} is not set in the environment", key, name))
 				}
 				return val
 			})
@@ -118,6 +149,12 @@ func (c *Config) MCPServers(lookup func(string) (string, bool)) ([]MCPServer, er
 		r.Headers = expandMap("headers", s.Headers, expand)
 		r.Cwd = expand("cwd", s.Cwd)
 		r.URL = expand("url", s.URL)
+		switch {
+		case len(unset) > 0 && s.Optional:
+			r.Unavailable = join(unset)
+		default:
+			errs = append(errs, unset...)
+		}
 		out = append(out, r)
 	}
 	if err := joinSorted(errs); err != nil {

@@ -86,3 +86,95 @@ prefix = "9__"
 		t.Errorf("typo: %v", err)
 	}
 }
+
+// An optional server whose ${VAR} is not set is returned, marked
+// unavailable with the reason and its line, for the caller to skip; a
+// required one is an error, as before.
+func TestMCPServersOptionalUnset(t *testing.T) {
+	cfg, err := Parse("lathe.toml", []byte(`
+[mcp.opt]
+command = ["srv"]
+env = { TOKEN = "${NOPE_TOKEN}" }
+optional = true
+
+[mcp.ok]
+command = ["srv", "${HERE}"]
+optional = true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(k string) (string, bool) { return "x", k == "HERE" }
+	servers, err := cfg.MCPServers(lookup)
+	if err != nil {
+		t.Fatalf("an optional server's unset variable is fatal: %v", err)
+	}
+	if len(servers) != 2 || servers[0].Name != "ok" || servers[1].Name != "opt" {
+		t.Fatalf("servers %+v", servers)
+	}
+	if servers[0].Unavailable != nil || servers[0].Command[1] != "x" {
+		t.Errorf("ok: %+v", servers[0])
+	}
+	if u := servers[1].Unavailable; u == nil || u.Error() != "lathe.toml:2: [mcp.opt] env.TOKEN: ${NOPE_TOKEN} is not set in the environment" {
+		t.Errorf("opt: unavailable = %v", u)
+	}
+
+	cfg.MCP["opt"].Optional = false
+	if _, err := cfg.MCPServers(lookup); err == nil || !strings.Contains(err.Error(), "${NOPE_TOKEN} is not set") {
+		t.Errorf("required server: %v", err)
+	}
+}
+
+// [mcp.NAME] takes a sandbox profile and permissions for its command; they
+// make no sense for a server over HTTP, and the names of permissions.env
+// and of env are checked.
+func TestMCPServerSandbox(t *testing.T) {
+	cfg, err := Parse("lathe.toml", []byte(`
+[mcp.fs]
+command = ["srv"]
+profile = "standard"
+[mcp.fs.permissions]
+read = ["/srv/data"]
+network = true
+env = ["GITHUB_TOKEN"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, err := cfg.MCPServers(func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := servers[0]
+	if fs.Profile != "standard" || fs.Permissions.Read[0] != "/srv/data" || !fs.Permissions.Network || fs.Permissions.Env[0] != "GITHUB_TOKEN" {
+		t.Errorf("fs %+v", fs)
+	}
+
+	if _, err := Parse("lathe.toml", []byte("[mcp.x]\ncommand = [\"x\"]\nprofile = \"loose\"\n")); err == nil ||
+		!strings.Contains(err.Error(), "lathe.toml:3") || !strings.Contains(err.Error(), "loose") {
+		t.Errorf("bad profile: %v", err)
+	}
+	cfg, err = Parse("lathe.toml", []byte(`
+[mcp.web]
+url = "http://x/mcp"
+profile = "standard"
+
+[mcp.names]
+command = ["x"]
+env = { "NOT A NAME" = "v" }
+permissions = { env = ["A-B"] }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cfg.MCPServers(func(string) (string, bool) { return "", false })
+	for _, want := range []string{
+		"lathe.toml:2: [mcp.web] profile and permissions confine a server's command",
+		`lathe.toml:6: [mcp.names] env: "NOT A NAME" is not a variable name`,
+		`lathe.toml:6: [mcp.names] env: "A-B" is not a variable name`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}

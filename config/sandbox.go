@@ -5,12 +5,13 @@ import (
 	"time"
 )
 
-// Sandbox is the [sandbox] table: how process tools and run_command are
-// isolated (package sandbox; the project's docs/security.md).
+// Sandbox is the [sandbox] table: how process tools, run_command and the
+// commands of MCP servers are isolated (package sandbox; the project's
+// docs/security.md).
 type Sandbox struct {
-	// Profile is the isolation level of every process tool that names none
-	// itself: "dev", "standard" or "hardened". Empty means standard for
-	// run_command.
+	// Profile is the isolation level of every process tool and MCP server
+	// that names none itself: "dev", "standard" or "hardened". Empty means
+	// standard for run_command.
 	Profile SandboxProfile `toml:"profile"`
 	// Limits bound each run.
 	Limits SandboxLimits `toml:"limits"`

@@ -37,9 +37,10 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"time"
+
+	"github.com/lathe-tools/lathe/internal/childenv"
 )
 
 // Profile is an isolation level.
@@ -169,23 +170,14 @@ type Config struct {
 	Hide []string
 }
 
-// baseEnv names the variables every sandboxed process receives.
-var baseEnv = []string{"PATH", "LANG", "TERM"}
-
-// Env returns the environment of a sandboxed process: [Permissions].Env and
-// a few harmless names from lathe's own environment, HOME set to the
-// workspace and TMPDIR to /tmp. Nothing else passes.
+// Env returns the environment of a sandboxed process: lathe's one rule for
+// children (PATH, LANG, TERM and the names of [Permissions].Env, from
+// lathe's own environment), with HOME set to the workspace and TMPDIR to
+// /tmp, since the host's are not inside the sandbox. Nothing else passes.
 func (c Config) Env() []string {
-	env := []string{"HOME=" + c.Workspace, "TMPDIR=/tmp"}
-	seen := map[string]bool{"HOME": true, "TMPDIR": true}
-	for _, n := range append(append([]string{}, baseEnv...), c.Perms.Env...) {
-		if seen[n] {
-			continue
-		}
-		seen[n] = true
-		if v, ok := os.LookupEnv(n); ok {
-			env = append(env, n+"="+v)
-		}
+	env := childenv.Set(childenv.Build(c.Perms.Env, nil), "TMPDIR", "/tmp")
+	if c.Workspace != "" {
+		env = childenv.Set(env, "HOME", c.Workspace)
 	}
 	return env
 }
@@ -204,29 +196,9 @@ func (c Config) Wrap(cmd *exec.Cmd) (cleanup func(), err error) {
 	}
 	c.Profile = p
 	c.Limits = c.Limits.WithDefaults()
-	cmd.Env = append(c.filterEnv(cmd.Env), "TMPDIR=/tmp")
+	cmd.Env = childenv.Set(childenv.Filter(cmd.Env, c.Perms.Env), "TMPDIR", "/tmp")
 	if c.Workspace != "" {
-		cmd.Env = append(cmd.Env, "HOME="+c.Workspace)
+		cmd.Env = childenv.Set(cmd.Env, "HOME", c.Workspace)
 	}
 	return wrap(c, cmd)
-}
-
-// filterEnv keeps the variables of env whose names [Config.Env] allows.
-func (c Config) filterEnv(env []string) []string {
-	allowed := map[string]bool{}
-	for _, n := range append(append([]string{}, baseEnv...), c.Perms.Env...) {
-		allowed[n] = true
-	}
-	var out []string
-	for _, kv := range env {
-		for i := 0; i < len(kv); i++ {
-			if kv[i] == '=' {
-				if allowed[kv[:i]] {
-					out = append(out, kv)
-				}
-				break
-			}
-		}
-	}
-	return out
 }

@@ -108,11 +108,15 @@ func (g *globals) loadMCP(e *lathe.Engine, cfg *config.Config, ws string, known 
 	if err != nil {
 		return &configError{err}
 	}
-	if len(servers) == 0 {
-		return nil
-	}
+	warn := func(err error) { fmt.Fprintln(g.streams.Err, "lathe: warning:", err) }
+	var skipped []config.MCPServer
 	cfgs := make([]mcp.Config, 0, len(servers))
 	for _, s := range servers {
+		if s.Unavailable != nil {
+			warn(fmt.Errorf("%w (optional, skipped)", s.Unavailable))
+			skipped = append(skipped, s)
+			continue
+		}
 		dir := s.Cwd
 		if dir == "" {
 			dir = ws
@@ -120,17 +124,22 @@ func (g *globals) loadMCP(e *lathe.Engine, cfg *config.Config, ws string, known 
 			dir = filepath.Join(ws, dir)
 		}
 		cfgs = append(cfgs, mcp.Config{
-			Name: s.Name, Command: s.Command, Env: s.Env, Dir: dir, URL: s.URL, Headers: s.Headers,
-			Prefix: s.Prefix, Allow: s.Allow, Deny: s.Deny, Timeout: s.Timeout, StartupTimeout: s.StartupTimeout,
-			Optional: s.Optional,
+			Name: s.Name, Command: s.Command, Env: s.Env, PassEnv: s.Permissions.Env, Dir: dir,
+			URL: s.URL, Headers: s.Headers, Prefix: s.Prefix, Allow: s.Allow, Deny: s.Deny,
+			Timeout: s.Timeout, StartupTimeout: s.StartupTimeout, Optional: s.Optional,
+			Sandbox: mcpSandbox(cfg, s, ws, dir),
 		})
+	}
+	defer func() { skippedTables(cfg, skipped, known, warn) }()
+	if len(cfgs) == 0 {
+		return nil
 	}
 	u := &upstream{ask: terminalHooks(g.streams)}
 	pool, err := mcp.Open(context.Background(), e, cfgs, mcp.Options{
 		Hooks:    u.hooks(),
 		Adjust:   cfg.Apply,
 		OnChange: u.changed,
-		Warn:     func(err error) { fmt.Fprintln(g.streams.Err, "lathe: warning:", err) },
+		Warn:     warn,
 		OnClose:  func() { upstreams.Delete(e) },
 	})
 	if errors.Is(err, mcp.ErrCollision) {
@@ -141,6 +150,11 @@ func (g *globals) loadMCP(e *lathe.Engine, cfg *config.Config, ws string, known 
 	}
 	u.pool = pool
 	upstreams.Store(e, u)
+	for _, name := range pool.Skipped() {
+		if i := slices.IndexFunc(servers, func(s config.MCPServer) bool { return s.Name == name }); i >= 0 {
+			skipped = append(skipped, servers[i])
+		}
+	}
 	for _, n := range pool.Names() {
 		known[n] = true
 	}
@@ -150,6 +164,30 @@ func (g *globals) loadMCP(e *lathe.Engine, cfg *config.Config, ws string, known 
 		pool.Close()
 	}
 	return nil
+}
+
+// skippedTables accepts, with a warning, each [tools.NAME] table that names
+// no known tool but would name one of a skipped optional server, under its
+// prefix: which tools such a server has cannot be known, and a server lathe
+// can do without must not stop it by its absence.
+func skippedTables(cfg *config.Config, skipped []config.MCPServer, known map[string]bool, warn func(error)) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
+		if known[name] {
+			continue
+		}
+		for _, s := range skipped {
+			prefix := s.Name + "__"
+			if s.Prefix != nil {
+				prefix = *s.Prefix
+			}
+			if strings.HasPrefix(name, prefix) {
+				known[name] = true
+				warn(fmt.Errorf("%s: [tools.%s] is not checked: it may name a tool of the optional MCP server %s, which is skipped",
+					cfg.Tools[name].Pos, name, s.Name))
+				break
+			}
+		}
+	}
 }
 
 // terminalHooks ask the person at the terminal what an upstream server

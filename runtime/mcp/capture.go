@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -31,9 +32,10 @@ type rawTool struct {
 
 // capture collects the raw tools of one session.
 type capture struct {
-	mu      sync.Mutex
-	pending map[any]bool // ids of tools/list requests awaiting their response
-	tools   map[string]*rawTool
+	mu       sync.Mutex
+	pending  map[any]bool // ids of tools/list requests awaiting their response
+	tools    map[string]*rawTool
+	rejected []rejection // tools screened out of answers, not yet reported
 }
 
 func newCapture() *capture {
@@ -75,6 +77,50 @@ func (c *capture) received(m jsonrpc.Message) {
 			c.tools[t.Name] = t
 		}
 	}
+}
+
+// listing reports whether a tools/list request awaits its answer.
+func (c *capture) listing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) > 0
+}
+
+// isPending reports whether raw, the id of a response as written, is that
+// of a tools/list request awaiting its answer.
+func (c *capture) isPending(raw []byte) bool {
+	if raw == nil {
+		return false
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var id any
+	if d.Decode(&id) != nil {
+		return false
+	}
+	b, err := json.Marshal(id)
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending[string(b)]
+}
+
+// reject records tools screened out of an answer.
+func (c *capture) reject(r []rejection) {
+	c.mu.Lock()
+	c.rejected = append(c.rejected, r...)
+	c.mu.Unlock()
+}
+
+// takeRejected returns the tools screened out since it was last called.
+func (c *capture) takeRejected() []rejection {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.rejected
+	c.rejected = nil
+	return r
 }
 
 // tool returns the raw form of the named tool, or nil.
@@ -158,51 +204,81 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &sniffBody{ReadCloser: resp.Body, cap: t.cap,
 		stream: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
+	// Screening may shorten the body.
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
 	return resp, nil
 }
 
-// sniffBody passes a response body through and decodes the JSON-RPC
-// messages in it: the whole body for application/json, each data line for
-// an event stream.
+// sniffBody passes on the body of a response to tools/list, screened (see
+// [capture.screen]) and noted by the capture: the whole body for
+// application/json, each data line for an event stream. A JSON body larger
+// than maxSniff passes as it is.
 type sniffBody struct {
 	io.ReadCloser
 	cap    *capture
 	stream bool
-	buf    bytes.Buffer
+	src    *bufio.Reader
+	out    []byte
+	err    error
+	rest   bool // the body was too large to screen; the rest passes as it is
 }
 
 const maxSniff = 16 << 20
 
 func (b *sniffBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if b.buf.Len()+n <= maxSniff {
-		b.buf.Write(p[:n])
+	for len(b.out) == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		if b.src == nil {
+			b.src = bufio.NewReaderSize(b.ReadCloser, 64<<10)
+		}
+		switch {
+		case b.rest:
+			buf := make([]byte, 32<<10)
+			n, err := b.src.Read(buf)
+			b.out, b.err = buf[:n], err
+		case b.stream:
+			b.out, b.err = b.line()
+		default:
+			b.out, b.err = b.whole()
+		}
 	}
-	if b.stream {
-		b.lines()
-	}
-	if err == io.EOF && !b.stream {
-		b.decode(b.buf.Bytes())
-	}
-	return n, err
+	n := copy(p, b.out)
+	b.out = b.out[n:]
+	return n, nil
 }
 
-// lines decodes the complete data lines buffered so far.
-func (b *sniffBody) lines() {
-	for {
-		i := bytes.IndexByte(b.buf.Bytes(), '\n')
-		if i < 0 {
-			return
-		}
-		line := b.buf.Next(i + 1)
-		if data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:")); ok {
-			b.decode(bytes.TrimSpace(data))
-		}
+// whole reads the JSON body, screened, and ends with io.EOF after it.
+func (b *sniffBody) whole() ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(b.src, maxSniff+1))
+	if err != nil {
+		return body, err
 	}
+	if len(body) > maxSniff {
+		b.rest = true
+		return body, nil
+	}
+	body = b.cap.screen(bytes.TrimSpace(body))
+	b.decode(body)
+	return body, io.EOF
+}
+
+// line reads one line of an event stream, its data screened.
+func (b *sniffBody) line() ([]byte, error) {
+	line, err := b.src.ReadBytes('\n')
+	if data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:")); ok && len(line) <= maxSniff {
+		data = b.cap.screen(bytes.TrimSpace(data))
+		b.decode(data)
+		end := line[len(bytes.TrimRight(line, "\r\n")):]
+		line = append(append([]byte("data: "), data...), end...)
+	}
+	return line, err
 }
 
 func (b *sniffBody) decode(data []byte) {
-	if m, err := jsonrpc.DecodeMessage(bytes.TrimSpace(data)); err == nil {
+	if m, err := jsonrpc.DecodeMessage(data); err == nil {
 		b.cap.received(m)
 	}
 }

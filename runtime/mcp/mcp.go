@@ -25,6 +25,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os/exec"
 	"path"
 	"slices"
 	"strings"
@@ -48,8 +49,19 @@ type Config struct {
 	Name string
 	// Command is the argv of a server spoken to over stdio.
 	Command []string
-	// Env holds variables added to lathe's own environment for the command.
+	// Env holds variables set for the command. The command gets lathe's one
+	// environment for the processes it starts: PATH, HOME, LANG, TERM and
+	// TMPDIR of lathe's environment, the names of PassEnv, and Env; nothing
+	// else of lathe's environment reaches the server.
 	Env map[string]string
+	// PassEnv names variables passed to the command from lathe's
+	// environment.
+	PassEnv []string
+	// Sandbox, when set, is called with the server's command just before it
+	// starts and may rewrite it to run confined (pass a sandbox.Config's
+	// Wrap method); the function it returns runs once the process is gone.
+	// An error fails the start: the server never runs unconfined.
+	Sandbox func(cmd *exec.Cmd) (cleanup func(), err error)
 	// Dir is the command's working directory; empty means lathe's.
 	Dir string
 	// URL is the endpoint of a server spoken to over streamable HTTP.
@@ -149,8 +161,11 @@ type Options struct {
 	// Stderr receives the standard error of servers run as commands; nil
 	// keeps only its last lines, for error messages.
 	Stderr io.Writer
-	// Warn receives the failure of an optional server, which is skipped;
-	// nil logs it.
+	// Warn receives what costs part of the servers but not the pool: an
+	// optional server that cannot be started, which is skipped, and a tool
+	// that is left out (its definition or schema is bad), with the names of
+	// its server and of the tool, at Open and whenever a server's tools are
+	// listed again, from any goroutine. Nil logs them.
 	Warn func(error)
 	// OnClose is called once, when the pool has closed.
 	OnClose func()
@@ -233,6 +248,7 @@ func Open(ctx context.Context, reg Registry, cfgs []Config, opts Options) (*Pool
 		} else {
 			opts.Logger.Warn("optional MCP server skipped", "server", s.cfg.Name, "error", errs[i])
 		}
+		s.skipped = true
 		s.close()
 	}
 	if len(failed) > 0 {
@@ -336,6 +352,18 @@ func (p *Pool) refreshed(s *server, tools []upTool) {
 	if p.opts.OnChange != nil {
 		p.opts.OnChange()
 	}
+}
+
+// Skipped returns the names of the optional servers that [Open] could not
+// start and skipped.
+func (p *Pool) Skipped() []string {
+	var names []string
+	for _, s := range p.servers {
+		if s.skipped {
+			names = append(names, s.cfg.Name)
+		}
+	}
+	return names
 }
 
 // Names returns the names under which the pool's tools are registered

@@ -28,6 +28,19 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The test binary doubles as the upstream servers of env_test.go.
+	switch os.Getenv(serverEnv) {
+	case "":
+	case "env":
+		envServer()
+		return
+	case "hostile":
+		hostileServer()
+		return
+	default:
+		fmt.Fprintln(os.Stderr, "unknown test server", os.Getenv(serverEnv))
+		os.Exit(2)
+	}
 	goleak.VerifyTestMain(m)
 }
 

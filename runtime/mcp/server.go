@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lathe-tools/lathe/internal/childenv"
 	"github.com/lathe-tools/lathe/internal/mcpconv"
 	"github.com/lathe-tools/lathe/schema"
 	"github.com/lathe-tools/lathe/tool"
@@ -59,6 +59,7 @@ type server struct {
 	lastFail   time.Time
 	started    bool // a session was established once
 	closed     bool
+	skipped    bool // an optional server that Open could not start
 	tools      []upTool
 	inflight   map[uint64]*inflight
 	nextID     uint64
@@ -73,6 +74,8 @@ type session struct {
 	cmd   *exec.Cmd // nil over HTTP
 	done  chan struct{}
 	close sync.Once
+	// cleanup undoes the sandbox of cmd once the process is gone.
+	cleanup func()
 }
 
 // inflight is a call under way, found by the handlers of requests and
@@ -210,15 +213,25 @@ func (s *server) start() (*session, []upTool, error) {
 		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
 		cmd.Dir = s.cfg.Dir
 		cmd.Stderr = s.stderr
-		if len(s.cfg.Env) > 0 {
-			cmd.Env = os.Environ()
-			for k, v := range s.cfg.Env {
-				cmd.Env = append(cmd.Env, k+"="+v)
+		// The server gets lathe's one environment for children, never
+		// lathe's own: a token in it would be one tool call away.
+		cmd.Env = childenv.Build(s.cfg.PassEnv, s.cfg.Env)
+		// A grandchild that keeps standard error open does not hold up
+		// the end of the session.
+		cmd.WaitDelay = terminateGrace
+		setProcessGroup(cmd)
+		if s.cfg.Sandbox != nil {
+			cleanup, err := s.cfg.Sandbox(cmd)
+			if cleanup != nil {
+				sess.cleanup = cleanup
+			}
+			if err != nil {
+				sess.shut()
+				return nil, nil, fmt.Errorf("starting: sandbox: %w", err)
 			}
 		}
-		setProcessGroup(cmd)
 		sess.cmd = cmd
-		t = &captureTransport{inner: &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, cap: sess.cap}
+		t = &captureTransport{inner: &stdioTransport{cmd: cmd, grace: terminateGrace, cap: sess.cap}, cap: sess.cap}
 	} else {
 		t = &sdk.StreamableClientTransport{
 			Endpoint:   s.cfg.URL,
@@ -297,6 +310,9 @@ func (sess *session) shut() {
 		if sess.cmd != nil {
 			killGroup(sess.cmd)
 		}
+		if sess.cleanup != nil {
+			sess.cleanup()
+		}
 	})
 }
 
@@ -320,8 +336,10 @@ func (s *server) currentTools() []upTool {
 }
 
 // list lists the server's tools and converts those that Allow and Deny let
-// through. A tool whose name cannot be made valid, or whose schema lathe
-// cannot compile, is left out with a warning rather than failing the load.
+// through. A tool that lathe cannot take — its definition spoils the list
+// (see [capture.screen]), its name cannot be made valid, its schema does not
+// compile, or converting it panics — is left out and reported to
+// [Options.Warn], naming the server and the tool; the others load.
 func (s *server) list(ctx context.Context, sess *session) ([]upTool, error) {
 	var tools []upTool
 	for t, err := range sess.cs.Tools(ctx, nil) {
@@ -331,15 +349,40 @@ func (s *server) list(ctx context.Context, sess *session) ([]upTool, error) {
 		if !s.cfg.allowed(t.Name) {
 			continue
 		}
-		ut, err := s.convert(t, sess.cap.tool(t.Name))
+		ut, err := s.safeConvert(t, sess.cap.tool(t.Name))
 		if err != nil {
-			s.pool.opts.Logger.Warn("MCP tool left out", "server", s.cfg.Name, "tool", t.Name, "error", err)
+			s.warn(fmt.Errorf("mcp server %s: tool %q left out: %w", s.cfg.Name, t.Name, err))
 			continue
 		}
 		tools = append(tools, ut)
 	}
+	for _, r := range sess.cap.takeRejected() {
+		if r.name == "" || s.cfg.allowed(r.name) {
+			s.warn(fmt.Errorf("mcp server %s: %w", s.cfg.Name, r))
+		}
+	}
 	slices.SortFunc(tools, func(a, b upTool) int { return strings.Compare(a.upstream, b.upstream) })
 	return tools, nil
+}
+
+// safeConvert is convert, with a panic of the code it calls (the schema
+// compiler, given a hostile schema) turned into an error of that one tool.
+func (s *server) safeConvert(t *sdk.Tool, raw *rawTool) (ut upTool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("converting it failed: %v", v)
+		}
+	}()
+	return s.convert(t, raw)
+}
+
+// warn reports a problem that costs part of a server, not the server.
+func (s *server) warn(err error) {
+	if w := s.pool.opts.Warn; w != nil {
+		w(err)
+		return
+	}
+	s.pool.opts.Logger.Warn("MCP tool left out", "server", s.cfg.Name, "error", err)
 }
 
 // convert makes a lathe tool of an MCP tool. The schemas are the bytes the

@@ -46,6 +46,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/lathe-tools/lathe/internal/childenv"
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
 	"github.com/lathe-tools/lathe/tool"
 )
@@ -66,10 +67,12 @@ const (
 	stderrShown = 2 << 10
 )
 
-// DefaultEnv names the variables every tool's process receives from lathe's
-// own environment. Nothing else passes unless the command lists it, so a
-// tool does not see the tokens and keys of the user's shell by accident.
-var DefaultEnv = []string{"PATH", "HOME", "LANG", "TMPDIR"}
+// DefaultEnv returns the names of the variables every tool's process
+// receives from lathe's own environment: PATH, HOME, LANG, TERM and TMPDIR,
+// the base every process lathe starts gets. Nothing else passes unless the
+// command lists it, so a tool does not see the tokens and keys of the
+// user's shell by accident. A sandbox sets HOME and TMPDIR of its own.
+func DefaultEnv() []string { return childenv.Base() }
 
 // Command says how to start a tool's process.
 type Command struct {
@@ -88,7 +91,7 @@ type Command struct {
 	// working directory.
 	Dir string
 	// Env names variables passed through from lathe's environment besides
-	// [DefaultEnv].
+	// those of [DefaultEnv].
 	Env []string
 }
 
@@ -179,7 +182,7 @@ func New(cmd Command, opts Options) (*Runtime, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Runtime{cmd: cmd, opts: opts, env: environ(cmd.Env)}
+	r := &Runtime{cmd: cmd, opts: opts, env: childenv.Build(cmd.Env, nil)}
 	r.closing, r.close = context.WithCancel(context.Background())
 	switch {
 	case cmd.Shell:
@@ -228,23 +231,6 @@ func resolve(prog, dir string) (string, error) {
 		return "", fmt.Errorf("the program %q is not in PATH", prog)
 	}
 	return p, nil
-}
-
-// environ returns the environment of a tool's process.
-func environ(extra []string) []string {
-	names := append(append([]string{}, DefaultEnv...), extra...)
-	env := make([]string, 0, len(names))
-	seen := map[string]bool{}
-	for _, n := range names {
-		if seen[n] {
-			continue
-		}
-		seen[n] = true
-		if v, ok := os.LookupEnv(n); ok {
-			env = append(env, n+"="+v)
-		}
-	}
-	return env
 }
 
 // Program returns the resolved path of the program, or an error saying why
