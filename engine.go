@@ -54,6 +54,7 @@ type Engine struct {
 	mu      sync.Mutex // serialises writers of tools
 	handler Handler
 	closed  atomic.Bool
+	alarms  alarms // the deadlines of calls that run on goroutines of their own
 }
 
 // registry is an immutable snapshot of the tools; writers replace it whole,
