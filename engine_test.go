@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -530,4 +531,22 @@ func TestCallersSoonerDeadlineGoverns(t *testing.T) {
 	if !errors.Is(out.Err(), tool.ErrTimeout) || !regexp.MustCompile(`stopped after [0-9]+ms`).MatchString(out.Result.Text()) {
 		t.Fatalf("outcome = %+v", out.Result)
 	}
+}
+
+// The goroutines kept to run builtin calls end with the engine.
+func TestCloseEndsIdleWorkers(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	e := lathe.New(lathe.Options{})
+	if err := e.Register(sleeper()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { e.Call(ctx, &tool.Call{Name: "sleep", Arguments: []byte(`{}`)}) })
+	}
+	time.Sleep(10 * time.Millisecond)
+	cancel()
+	wg.Wait()
+	e.Close()
 }

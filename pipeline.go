@@ -165,10 +165,10 @@ func (e *Engine) execute(ctx context.Context, inv *Invocation) (*tool.Outcome, e
 			err error
 		}
 		done := make(chan result, 1)
-		go func() {
+		e.workers.run(func() {
 			out, err := e.run(ctx, t, call)
 			done <- result{out, err}
-		}()
+		})
 		// The deadline's channel: the caller's own, or one the engine's
 		// alarms close, which costs no timer of the call's own.
 		ended := parent.Done()
