@@ -43,7 +43,7 @@ func (s *set) grepTool() (tool.Tool, error) {
 
 Each match is one line of output, "path:line:text", with the path relative to the workspace root and lines counted from 1; a matching line longer than %d bytes is cut. Set glob to search only some files ("*.go" matches file names at any depth, "cmd/**/*.go" whole paths) and case_insensitive to ignore case.
 
-Binary files, .git directories and symbolic links are skipped. At most %d matches are returned; a note says when there were more.`, maxShownLine, s.opts.MaxGrepResults),
+Binary files, .git directories, symbolic links and special files (FIFOs, devices, sockets) are skipped. A path that holds a control character, a quote, a backslash or bytes that are not UTF-8 is shown quoted, with Go escapes ("a\nb"). At most %d matches are returned; a note says when there were more.`, maxShownLine, s.opts.MaxGrepResults),
 		Annotations: readOnly("Grep"),
 		Resources:   []tool.ResourceArg{{Arg: "path", Kind: tool.ResourcePath}},
 	}, s.grep)

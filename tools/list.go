@@ -25,7 +25,7 @@ func (s *set) listTool() (tool.Tool, error) {
 		Summary: "List the entries of a directory.",
 		Description: `List the entries of a directory of the workspace (its root by default), one a line, sorted by name.
 
-Directories end in "/"; symbolic links are shown as "name -> target". Hidden entries are included. Paths are relative to the workspace root; paths that lead outside it are refused.`,
+Directories end in "/"; symbolic links are shown as "name -> target". Hidden entries are included. A name that holds a control character, a quote, a backslash, " -> " or bytes that are not UTF-8 is shown quoted, with Go escapes ("a\nb"). Paths are relative to the workspace root; paths that lead outside it are refused.`,
 		Annotations: readOnly("List directory"),
 		Resources:   []tool.ResourceArg{{Arg: "path", Kind: tool.ResourcePath}},
 	}, s.listDir)
@@ -99,7 +99,7 @@ func (s *set) globTool() (tool.Tool, error) {
 
 In the pattern, * matches any run of characters within one path element, ? one character and [abc] one of a set, as in a shell; ** as a whole element matches any number of directories, none included: "**/*.go" finds Go files at every depth, "cmd/**" everything under cmd. * matches hidden names too. .git directories are searched only when the pattern names them.
 
-Symbolic links are listed if they point inside the workspace but never followed. At most %d paths are returned; a note says how many more matched.`, s.opts.MaxGlobResults),
+Symbolic links are listed if they point inside the workspace but never followed. A path that holds a control character, a quote, a backslash or bytes that are not UTF-8 is shown quoted, with Go escapes ("a\nb"). At most %d paths are returned; a note says how many more matched.`, s.opts.MaxGlobResults),
 		Annotations: readOnly("Glob"),
 	}, s.glob)
 }
@@ -181,6 +181,9 @@ func (s *set) literalBase(pat []string) string {
 // error: nothing is under it.
 func (s *set) walk(ctx context.Context, base string, visit func(p string, e fs.DirEntry, in dir) (bool, error)) error {
 	rel := filepath.FromSlash(base)
+	if protect.IsState(rel) {
+		return nil
+	}
 	fi, err := s.ws.lstat(rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

@@ -34,7 +34,7 @@ func (s *set) writeTool() (tool.Tool, error) {
 
 The write is atomic: the content goes to a temporary file in the same directory, which is flushed to disk and then renamed over the target, so the file is never seen half written. An existing file keeps its permissions. To change part of a file, prefer edit_file.
 
-Paths are relative to the workspace root; paths that lead outside it are refused. Returns the number of bytes written.`,
+Paths are relative to the workspace root; paths that lead outside it are refused, as are lathe's own configuration (lathe.toml) and state (.lathe/). Returns the number of bytes written.`,
 		Annotations: writes("Write file", true),
 		Resources:   []tool.ResourceArg{{Arg: "path", Kind: tool.ResourcePath}},
 	}, s.writeFile)
@@ -173,11 +173,11 @@ func (s *set) editTool() (tool.Tool, error) {
 	return builtin.Func(tool.Definition{
 		Name:    EditFile,
 		Summary: "Replace an exact piece of text in a file.",
-		Description: `Replace old_string with new_string in a text file of the workspace.
+		Description: fmt.Sprintf(`Replace old_string with new_string in a text file of the workspace.
 
 old_string must match the file's text exactly, white space and indentation included, and must occur exactly once: include enough surrounding lines to make it unique. Set replace_all to replace every occurrence instead (to rename something, say). The call fails, changing nothing, if old_string does not occur, if it occurs more than once without replace_all, or if new_string equals old_string.
 
-The file is rewritten atomically and keeps its permissions. Returns the number of replacements made.`,
+The file is rewritten atomically and keeps its permissions. lathe's own configuration (lathe.toml) and state (.lathe/) cannot be edited. Files larger than %d bytes are refused, as are edits whose result would be. Returns the number of replacements made.`, s.opts.MaxEditBytes),
 		Annotations: writes("Edit file", false),
 		Resources:   []tool.ResourceArg{{Arg: "path", Kind: tool.ResourcePath}},
 	}, s.editFile)
