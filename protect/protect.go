@@ -15,6 +15,7 @@
 package protect
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -59,4 +60,34 @@ func Is(rel string) bool {
 func IsState(rel string) bool {
 	first, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
 	return strings.EqualFold(first, StateDir)
+}
+
+// UserDirs returns the directories where lathe keeps what belongs to a user
+// rather than to a workspace: its configuration ($XDG_CONFIG_HOME/lathe,
+// which holds the user's config file, trusted without asking), its state
+// ($XDG_STATE_HOME/lathe) and its data ($XDG_DATA_HOME/lathe), each with the
+// XDG default under $HOME where the variable is unset or not absolute. A
+// workspace that holds one of them (a workspace that is the home directory)
+// must not let a tool read or write it: the user's configuration can start
+// programs and widen the policy like a workspace's, and a trust record or a
+// server's token there is lathe's to keep. Directories that cannot be named
+// (no $HOME) are left out.
+func UserDirs() []string {
+	home := os.Getenv("HOME")
+	var dirs []string
+	for _, x := range []struct{ env, def string }{
+		{"XDG_CONFIG_HOME", ".config"},
+		{"XDG_STATE_HOME", ".local/state"},
+		{"XDG_DATA_HOME", ".local/share"},
+	} {
+		base := os.Getenv(x.env)
+		if !filepath.IsAbs(base) {
+			if home == "" {
+				continue
+			}
+			base = filepath.Join(home, filepath.FromSlash(x.def))
+		}
+		dirs = append(dirs, filepath.Join(base, "lathe"))
+	}
+	return dirs
 }

@@ -36,3 +36,18 @@ func TestNamesIsACopy(t *testing.T) {
 		t.Error("a caller changed the protected list")
 	}
 }
+
+func TestUserDirs(t *testing.T) {
+	t.Setenv("HOME", "/home/u")
+	t.Setenv("XDG_CONFIG_HOME", "/cfg")
+	t.Setenv("XDG_STATE_HOME", "relative") // not absolute: the default applies
+	t.Setenv("XDG_DATA_HOME", "")
+	want := []string{"/cfg/lathe", "/home/u/.local/state/lathe", "/home/u/.local/share/lathe"}
+	if got := protect.UserDirs(); !slices.Equal(got, want) {
+		t.Errorf("UserDirs() = %q, want %q", got, want)
+	}
+	t.Setenv("HOME", "")
+	if got := protect.UserDirs(); !slices.Equal(got, []string{"/cfg/lathe"}) {
+		t.Errorf("UserDirs() without HOME = %q", got)
+	}
+}

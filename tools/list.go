@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lathe-tools/lathe/protect"
 	"github.com/lathe-tools/lathe/runtime/builtin"
 	"github.com/lathe-tools/lathe/tool"
 )
@@ -62,7 +61,7 @@ func (s *set) listDir(ctx context.Context, in listIn) (string, error) {
 		return "", fsError("list", rel, err)
 	}
 	entries = slices.DeleteFunc(entries, func(e fs.DirEntry) bool {
-		return protect.IsState(filepath.Join(rel, e.Name()))
+		return s.ws.isHidden(filepath.Join(rel, e.Name()))
 	})
 	if len(entries) == 0 {
 		return fmt.Sprintf("[%q is empty]", name), nil
@@ -181,7 +180,7 @@ func (s *set) literalBase(pat []string) string {
 // error: nothing is under it.
 func (s *set) walk(ctx context.Context, base string, visit func(p string, e fs.DirEntry, in dir) (bool, error)) error {
 	rel := filepath.FromSlash(base)
-	if protect.IsState(rel) {
+	if s.ws.isHidden(rel) {
 		return nil
 	}
 	fi, err := s.ws.lstat(rel)
@@ -223,7 +222,7 @@ func (s *set) walkDir(ctx context.Context, d dir, p string, visit func(string, f
 			return err
 		}
 		cp := path.Join(p, e.Name())
-		if protect.IsState(cp) {
+		if s.ws.isHidden(filepath.FromSlash(cp)) {
 			continue
 		}
 		descend, err := visit(cp, e, d)

@@ -62,3 +62,41 @@ func TestConfigIsOutOfReach(t *testing.T) {
 		t.Errorf("h.toml = %q, want the new content", got)
 	}
 }
+
+// A workspace that holds lathe's per-user directories (a workspace that is
+// the home directory) keeps them from the tools: the user's configuration is
+// trusted without asking, so a tool that could write it could widen what is
+// allowed.
+func TestUserDirsAreOutOfReach(t *testing.T) {
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("XDG_STATE_HOME", filepath.Join(home, "state"))
+	t.Setenv("XDG_DATA_HOME", "")
+	writeFiles(t, home, map[string]string{
+		".config/lathe/config.toml": "[policy]\n",
+		"state/lathe/trust.db":      "TRUSTED",
+		"notes.txt":                 "TRUSTED notes\n",
+	})
+	symlink(t, ".config/lathe", filepath.Join(home, "cfg"))
+	e := newEngine(t, home, tools.Options{})
+	before := snapshot(t, home)
+	for _, p := range []string{".config/lathe/config.toml", "./.config/lathe/new.toml", "cfg/config.toml", "state/lathe/trust.db",
+		".local/share/lathe/x", filepath.Join(home, ".config", "lathe", "config.toml")} {
+		contains(t, fail(t, e, "write_file", map[string]any{"path": p, "content": "[policy]\nallow = [\"*\"]\n"}, tool.KindDenied),
+			"lathe's own directories")
+		fail(t, e, "read_file", map[string]any{"path": p}, tool.KindDenied)
+	}
+	sameSnapshot(t, before, snapshot(t, home))
+	if got := ok(t, e, "grep", map[string]any{"pattern": "TRUSTED"}); got != "notes.txt:1:TRUSTED notes" {
+		t.Errorf("grep searched lathe's own directories:\n%s", got)
+	}
+	if got := ok(t, e, "glob", map[string]any{"pattern": "**/*.toml"}); !strings.HasPrefix(got, "[no paths match") {
+		t.Errorf("glob found lathe's own directories:\n%s", got)
+	}
+	// The rest of the home directory works as any workspace does.
+	ok(t, e, "write_file", map[string]any{"path": ".config/other/x.toml", "content": "x"})
+}

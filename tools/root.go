@@ -30,6 +30,9 @@ const maxLinkHops = 40
 type Workspace struct {
 	dir string // absolute and free of symbolic links
 	top dir    // the root directory, held open
+	// private holds lathe's per-user directories that lie inside the root
+	// (protect.UserDirs), relative to it: treated as the state directory.
+	private []string
 }
 
 // NewWorkspace returns a workspace rooted at dir, an existing directory.
@@ -54,7 +57,16 @@ func NewWorkspace(dir string) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace %q: %w", dir, err)
 	}
-	return &Workspace{dir: real, top: top}, nil
+	w := &Workspace{dir: real, top: top}
+	for _, d := range protect.UserDirs() {
+		// The directory need not exist yet: resolve the part that does.
+		// A workspace that is itself one of them ("." here) keeps every
+		// path from the tools.
+		if rel, ok := w.rel(evalExisting(d)); ok {
+			w.private = append(w.private, rel)
+		}
+	}
+	return w, nil
 }
 
 // Dir returns the workspace's root directory: absolute, with its symbolic
@@ -105,6 +117,10 @@ func (w *Workspace) Resolve(path string) (string, error) {
 		return "", &tool.Error{Kind: tool.KindDenied,
 			Message: fmt.Sprintf("path %q is in %s, lathe's own state (audit log, grants), which tools may not touch", path, StateDir)}
 	}
+	if w.isPrivate(rel) {
+		return "", &tool.Error{Kind: tool.KindDenied,
+			Message: fmt.Sprintf("path %q is in one of lathe's own directories for this user (configuration, trust, state), which tools may not touch", path)}
+	}
 	switch {
 	case errors.Is(err, errDangling):
 		return "", &tool.Error{Kind: tool.KindDenied,
@@ -123,6 +139,37 @@ func (w *Workspace) Resolve(path string) (string, error) {
 // state (the audit log and grants database). The file tools neither show it
 // nor let a call reach into it. It is [protect.StateDir].
 const StateDir = protect.StateDir
+
+// isHidden reports whether rel, resolved, is lathe's state directory or one
+// of lathe's own per-user directories, or lies below one: what the file
+// tools neither show nor reach.
+func (w *Workspace) isHidden(rel string) bool { return protect.IsState(rel) || w.isPrivate(rel) }
+
+func (w *Workspace) isPrivate(rel string) bool {
+	for _, p := range w.private {
+		if p == "." || rel == p || strings.HasPrefix(rel, p+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// evalExisting resolves the symbolic links of the longest part of the
+// absolute path p that exists, and joins the rest on as it stands.
+func evalExisting(p string) string {
+	rest := ""
+	for {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(real, rest)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(p, rest)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
+}
 
 // resolveChange resolves path as [Workspace.Resolve] does, for a tool that
 // creates or changes what it names: a path in [protect.Names] (the
