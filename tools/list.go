@@ -171,7 +171,8 @@ func (s *set) literalBase(pat []string) string {
 
 // walk visits base and everything under it in the workspace in lexical
 // order, calling visit with each path (slash-separated, relative to the
-// root), its entry and the directory that holds it (nil for base itself).
+// root), its entry and the directory that holds it (nil for base itself,
+// which must be a directory).
 // visit says whether to descend into a directory. Directories are opened one
 // element at a time from the one above, never through a symbolic link:
 // links are reported, never followed, and a directory swapped for a link
@@ -190,8 +191,13 @@ func (s *set) walk(ctx context.Context, base string, visit func(p string, e fs.D
 		}
 		return fsError("search", rel, err)
 	}
+	if !fi.IsDir() {
+		// Only a directory is walked; base was one when the caller looked,
+		// and is no longer.
+		return nil
+	}
 	descend, err := visit(base, fs.FileInfoToDirEntry(fi), nil)
-	if err != nil || !fi.IsDir() || !descend {
+	if err != nil || !descend {
 		return skipAll(err)
 	}
 	d, err := s.ws.openDir(rel)
