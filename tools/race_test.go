@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lathe-tools/lathe/tool"
 	"github.com/lathe-tools/lathe/tools"
 )
 
@@ -128,4 +129,45 @@ func TestSwapIntoStateDir(t *testing.T) {
 		t.Fatalf("only %d rounds ran before the deadline; the race was hardly tried", rounds)
 	}
 	sameSnapshot(t, before, snapshot(t, state))
+}
+
+// Calls share the workspace's descriptor of the root; many at once, under
+// the race detector, each gets its own answer.
+func TestConcurrentCalls(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a/b/c.txt": "needle\n", "d.txt": "needle\n"})
+	e := newEngine(t, dir, tools.Options{})
+	done := make(chan string, 64)
+	for i := range 64 {
+		var name, args string
+		switch i % 4 {
+		case 0:
+			name, args = "read_file", `{"path":"a/b/c.txt"}`
+		case 1:
+			name, args = "grep", `{"pattern":"needle"}`
+		case 2:
+			name, args = "list_dir", `{"path":"a/b"}`
+		default:
+			name, args = "write_file", fmt.Sprintf(`{"path":"w/%d.txt","content":"x"}`, i)
+		}
+		// Not call: a test may fail only from its own goroutine.
+		go func() {
+			out := e.Call(t.Context(), &tool.Call{Name: name, Arguments: []byte(args)})
+			if out.Result == nil {
+				done <- fmt.Sprintf("%s: no result", name)
+				return
+			}
+			done <- out.Result.Text()
+		}()
+	}
+	for range 64 {
+		select {
+		case got := <-done:
+			if got != "needle\n" && got != "a/b/c.txt:1:needle\nd.txt:1:needle" && got != "c.txt" && !strings.HasPrefix(got, `created "w/`) {
+				t.Errorf("unexpected answer: %q", got)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("concurrent calls hung")
+		}
+	}
 }
