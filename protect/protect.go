@@ -11,6 +11,9 @@
 //		return fmt.Errorf("%s is lathe's configuration", rel)
 //	}
 //
+// [UserDirs] names lathe's per-user directories, which a workspace may hold
+// (one that is the home directory): tools may neither read nor write them.
+//
 // The package imports only the standard library.
 package protect
 
