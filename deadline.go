@@ -20,14 +20,17 @@ type deadlineCtx struct {
 	deadline        time.Time
 
 	mu    sync.Mutex
-	done  chan struct{} // made by the first Done
+	done  chan struct{} // made by the first Done, or by watch
 	err   error         // set once, when the context ends
 	timer *time.Timer   // the deadline's timer, once Done was asked for
 	stop  func() bool   // stops watching the parent, once Done was asked for
+
+	alarms *alarms // the engine's alarms, which end it at its deadline, once watched
+	slot   int     // its index in alarms.heap, -1 when not in it; guarded by alarms.mu
 }
 
 func withDeadline(parent context.Context, d time.Time) *deadlineCtx {
-	return &deadlineCtx{Context: parent, deadline: d}
+	return &deadlineCtx{Context: parent, deadline: d, slot: -1}
 }
 
 func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
@@ -36,6 +39,9 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done != nil {
+		// Made by an earlier Done, or by watch: either way something ends
+		// it at the deadline, at release, and (for watch) the engine
+		// returns at the parent's end, which releases it.
 		return c.done
 	}
 	c.done = make(chan struct{})
@@ -87,9 +93,34 @@ func (c *deadlineCtx) endLocked(err error) {
 	}
 }
 
+// watch makes the Done channel without a timer of its own and hands the
+// deadline to the engine's alarms, one timer for every call, which end the
+// context when it passes. The caller waits on the channel and on the
+// parent's Done: the parent's end is not forwarded, since the wait returns
+// and releases the context then.
+func (c *deadlineCtx) watch(a *alarms) <-chan struct{} {
+	c.mu.Lock()
+	if c.done != nil {
+		c.mu.Unlock()
+		return c.done
+	}
+	c.done = make(chan struct{})
+	if c.checkLocked() != nil {
+		c.mu.Unlock()
+		return c.done
+	}
+	c.alarms = a
+	c.mu.Unlock()
+	a.add(c)
+	return c.done
+}
+
 // release ends the context as a cancel function does, when the call is over,
 // and stops its timer and its watch of the parent.
 func (c *deadlineCtx) release() {
+	if c.alarms != nil {
+		c.alarms.remove(c)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.timer != nil {
@@ -99,4 +130,117 @@ func (c *deadlineCtx) release() {
 		c.stop()
 	}
 	c.endLocked(context.Canceled)
+}
+
+// alarms ends the watched deadline contexts of an engine at their deadlines,
+// with one timer for all of them, armed for the earliest. A call's timer of
+// its own (time.AfterFunc) costs more than the rest of a builtin call's
+// pipeline when most calls end long before their deadline; adding to and
+// removing from a heap under a lock costs little, and since most deadlines
+// are "now plus the same timeout", a new one rarely rearms the timer.
+type alarms struct {
+	mu    sync.Mutex
+	heap  []*deadlineCtx // a min-heap by deadline
+	timer *time.Timer
+	at    time.Time // when the timer fires; zero when it is not armed
+}
+
+func (a *alarms) add(c *deadlineCtx) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c.slot = len(a.heap)
+	a.heap = append(a.heap, c)
+	a.up(c.slot)
+	if a.at.IsZero() || c.deadline.Before(a.at) {
+		a.at = c.deadline
+		if a.timer == nil {
+			a.timer = time.AfterFunc(time.Until(c.deadline), a.ring)
+		} else {
+			a.timer.Reset(time.Until(c.deadline))
+		}
+	}
+}
+
+// remove takes c out of the heap, if it is still there. The timer is left
+// as it is: if it was armed for c, it fires early, finds nothing due and
+// rearms for the next deadline.
+func (a *alarms) remove(c *deadlineCtx) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if i := c.slot; i >= 0 && i < len(a.heap) && a.heap[i] == c {
+		a.removeAt(i)
+	}
+}
+
+// ring ends every context whose deadline has passed and rearms the timer
+// for the next one.
+func (a *alarms) ring() {
+	a.mu.Lock()
+	now := time.Now()
+	var due []*deadlineCtx
+	for len(a.heap) > 0 && !now.Before(a.heap[0].deadline) {
+		due = append(due, a.heap[0])
+		a.removeAt(0)
+	}
+	a.at = time.Time{}
+	if len(a.heap) > 0 {
+		a.at = a.heap[0].deadline
+		a.timer.Reset(time.Until(a.at))
+	}
+	a.mu.Unlock()
+	// Outside the lock: a context's own lock is never taken under it.
+	for _, c := range due {
+		c.end(context.DeadlineExceeded)
+	}
+}
+
+func (a *alarms) removeAt(i int) {
+	last := len(a.heap) - 1
+	a.heap[i].slot = -1
+	if i != last {
+		a.heap[i] = a.heap[last]
+		a.heap[i].slot = i
+	}
+	a.heap[last] = nil
+	a.heap = a.heap[:last]
+	if i < last {
+		a.down(i)
+		a.up(i)
+	}
+}
+
+func (a *alarms) less(i, j int) bool { return a.heap[i].deadline.Before(a.heap[j].deadline) }
+
+func (a *alarms) swap(i, j int) {
+	a.heap[i], a.heap[j] = a.heap[j], a.heap[i]
+	a.heap[i].slot, a.heap[j].slot = i, j
+}
+
+func (a *alarms) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !a.less(i, p) {
+			return
+		}
+		a.swap(i, p)
+		i = p
+	}
+}
+
+func (a *alarms) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(a.heap) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(a.heap) && a.less(r, l) {
+			m = r
+		}
+		if !a.less(m, i) {
+			return
+		}
+		a.swap(i, m)
+		i = m
+	}
 }

@@ -84,3 +84,46 @@ func TestDeadlineCtxReleaseEndsDerivedContexts(t *testing.T) {
 }
 
 type ctxKey struct{}
+
+// The engine's alarms end each watched context at its own deadline, in any
+// order of adding, and never one that was released first.
+func TestAlarmsEndEachContextAtItsDeadline(t *testing.T) {
+	var a alarms
+	now := time.Now()
+	var kept, released []*deadlineCtx
+	for i, ms := range []int{50, 10, 30, 20, 60, 40, 15, 5} {
+		c := withDeadline(context.Background(), now.Add(time.Duration(ms)*time.Millisecond))
+		c.watch(&a)
+		if i%3 == 2 {
+			released = append(released, c)
+		} else {
+			kept = append(kept, c)
+		}
+	}
+	for _, c := range released {
+		c.release()
+	}
+	for _, c := range kept {
+		select {
+		case <-c.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the context due at %s did not end", c.deadline.Sub(now))
+		}
+		if !errors.Is(c.Err(), context.DeadlineExceeded) {
+			t.Errorf("Err = %v, want DeadlineExceeded", c.Err())
+		}
+		if time.Now().Before(c.deadline) {
+			t.Errorf("the context due at %s ended early", c.deadline.Sub(now))
+		}
+	}
+	for _, c := range released {
+		if !errors.Is(c.Err(), context.Canceled) {
+			t.Errorf("a released context ended with %v, want Canceled", c.Err())
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.heap) != 0 {
+		t.Errorf("%d contexts left in the alarms", len(a.heap))
+	}
+}

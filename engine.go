@@ -54,6 +54,8 @@ type Engine struct {
 	mu      sync.Mutex // serialises writers of tools
 	handler Handler
 	closed  atomic.Bool
+	alarms  alarms  // the deadlines of calls that run on goroutines of their own
+	workers workers // the goroutines they run on
 }
 
 // registry is an immutable snapshot of the tools; writers replace it whole,
@@ -177,6 +179,7 @@ func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
+	e.workers.close()
 	seen := map[tool.Runtime]bool{}
 	var errs []error
 	for _, en := range e.tools.Load().byName {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -190,6 +191,58 @@ func TestDefaultTimeoutAndRuntimeThatIgnoresContext(t *testing.T) {
 	out := call(t, e, "stuck", `{}`)
 	if !errors.Is(out.Err(), tool.ErrTimeout) {
 		t.Fatalf("outcome = %+v", out.Result)
+	}
+}
+
+// A builtin Go function that ignores its context (stuck in a system call, a
+// FIFO's open say) still ends its call at the deadline, or when the caller
+// cancels: the call returns with a timeout or a cancellation while the
+// function runs on, until it returns by itself.
+func TestBuiltinThatIgnoresItsContext(t *testing.T) {
+	release := make(chan struct{})
+	finished := make(chan struct{}, 2)
+	stuck := builtin.Must(builtin.Func(tool.Definition{Name: "stuck"}, func(context.Context, struct{}) (string, error) {
+		<-release
+		finished <- struct{}{}
+		return "late", nil
+	}))
+	e := newEngine(t, lathe.Options{Timeout: 30 * time.Millisecond}, stuck)
+
+	ended := make(chan *tool.Outcome, 1)
+	go func() { ended <- call(t, e, "stuck", `{}`) }()
+	select {
+	case out := <-ended:
+		if !errors.Is(out.Err(), tool.ErrTimeout) || out.Result.ErrorKind != tool.KindTimeout {
+			t.Fatalf("outcome = %+v", out.Result)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("a builtin call that ignores its context outlived its deadline by 10s")
+	}
+
+	e = newEngine(t, lathe.Options{Timeout: time.Hour}, stuck)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { ended <- e.Call(ctx, &tool.Call{Name: "stuck", Arguments: []byte(`{}`)}) }()
+	time.AfterFunc(10*time.Millisecond, cancel)
+	select {
+	case out := <-ended:
+		if !errors.Is(out.Err(), tool.ErrCancelled) {
+			t.Fatalf("outcome = %+v", out.Result)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("a builtin call that ignores its context outlived its cancellation by 10s")
+	}
+
+	// The functions are still running; released, they end, and their late
+	// results go nowhere (goleak checks that no goroutine is left).
+	close(release)
+	for range 2 {
+		select {
+		case <-finished:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a released function did not return")
+		}
 	}
 }
 
@@ -507,4 +560,22 @@ func TestCallersSoonerDeadlineGoverns(t *testing.T) {
 	if !errors.Is(out.Err(), tool.ErrTimeout) || !regexp.MustCompile(`stopped after [0-9]+ms`).MatchString(out.Result.Text()) {
 		t.Fatalf("outcome = %+v", out.Result)
 	}
+}
+
+// The goroutines kept to run builtin calls end with the engine.
+func TestCloseEndsIdleWorkers(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	e := lathe.New(lathe.Options{})
+	if err := e.Register(sleeper()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { e.Call(ctx, &tool.Call{Name: "sleep", Arguments: []byte(`{}`)}) })
+	}
+	time.Sleep(10 * time.Millisecond)
+	cancel()
+	wg.Wait()
+	e.Close()
 }

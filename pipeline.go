@@ -123,9 +123,10 @@ func invalid(inv *Invocation, stage string, err error) error {
 }
 
 // execute runs the tool under its deadline. A [tool.Cooperative] runtime
-// runs on the caller's goroutine; any other runs on a goroutine of its own,
-// so that one which ignores its context still cannot hold the caller past
-// the deadline. Either way a panic becomes a runtime failure.
+// runs on the caller's goroutine; any other, builtin Go functions included,
+// runs on a goroutine of its own, so that one which ignores its context (or
+// is stuck in a system call) still cannot hold the caller past the deadline
+// or its cancellation. Either way a panic becomes a runtime failure.
 func (e *Engine) execute(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
 	t := inv.Tool
 	call := inv.Call
@@ -143,11 +144,15 @@ func (e *Engine) execute(ctx context.Context, inv *Invocation) (*tool.Outcome, e
 		timeout = e.opts.Timeout
 	}
 	// A caller's deadline that comes sooner governs alone, and saves a timer.
+	var dc *deadlineCtx
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= timeout {
 		timeout = time.Until(d).Round(time.Millisecond)
 	} else {
-		dc := withDeadline(ctx, time.Now().Add(timeout))
+		dc = withDeadline(ctx, time.Now().Add(timeout))
 		defer dc.release()
+	}
+	parent := ctx
+	if dc != nil {
 		ctx = dc
 	}
 
@@ -161,14 +166,30 @@ func (e *Engine) execute(ctx context.Context, inv *Invocation) (*tool.Outcome, e
 			err error
 		}
 		done := make(chan result, 1)
-		go func() {
+		e.workers.run(func() {
 			out, err := e.run(ctx, t, call)
 			done <- result{out, err}
-		}()
+		})
+		// The deadline's channel: the caller's own, or one the engine's
+		// alarms close, which costs no timer of the call's own.
+		ended := parent.Done()
+		var expired <-chan struct{}
+		if dc != nil {
+			expired = dc.watch(&e.alarms)
+		}
+		finished := false
 		select {
 		case r := <-done:
-			out, err = r.out, r.err
-		case <-ctx.Done():
+			out, err, finished = r.out, r.err, true
+		case <-expired:
+		case <-ended:
+		}
+		if !finished {
+			// The function runs on, and its goroutine with it, until it
+			// returns by itself; its result then goes nowhere. Only a
+			// function that ignores its context can leak so.
+			e.opts.Logger.Warn("tool ignored the end of its context; its call returns without it",
+				"tool", t.Definition.Name, "timeout", timeout)
 			return nil, e.executeError(ctx, inv, ctx.Err(), timeout)
 		}
 	}

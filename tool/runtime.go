@@ -30,12 +30,12 @@ type Closer interface {
 }
 
 // Cooperative is implemented by runtimes whose Execute returns promptly once
-// its context ends: a process runtime that stops its process group, an MCP
-// client that sends notifications/cancelled, a Go function that watches its
-// context. The engine runs a cooperative runtime on the caller's goroutine,
-// as net/http and gRPC run handlers, and any other runtime on a goroutine of
-// its own, so that a runtime the engine knows nothing about cannot hold its
-// caller past the deadline.
+// its context ends, whatever the tool does: a process runtime that stops its
+// process group, an MCP client that sends notifications/cancelled. The
+// engine runs a cooperative runtime on the caller's goroutine, as net/http
+// and gRPC run handlers, and any other runtime on a goroutine of its own, so
+// that a runtime the engine knows nothing about, or a Go function stuck in a
+// system call, cannot hold its caller past the deadline.
 type Cooperative interface {
 	// Cooperative reports whether Execute returns promptly when its context ends.
 	Cooperative() bool

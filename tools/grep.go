@@ -43,7 +43,7 @@ func (s *set) grepTool() (tool.Tool, error) {
 
 Each match is one line of output, "path:line:text", with the path relative to the workspace root and lines counted from 1; a matching line longer than %d bytes is cut. Set glob to search only some files ("*.go" matches file names at any depth, "cmd/**/*.go" whole paths) and case_insensitive to ignore case.
 
-Binary files, .git directories and symbolic links are skipped. At most %d matches are returned; a note says when there were more.`, maxShownLine, s.opts.MaxGrepResults),
+Binary files, .git directories, symbolic links and special files (FIFOs, devices, sockets) are skipped. A path that holds a control character, a quote, a backslash or bytes that are not UTF-8 is shown quoted, with Go escapes ("a\nb"). At most %d matches are returned; a note says when there were more.`, maxShownLine, s.opts.MaxGrepResults),
 		Annotations: readOnly("Grep"),
 		Resources:   []tool.ResourceArg{{Arg: "path", Kind: tool.ResourcePath}},
 	}, s.grep)
@@ -72,24 +72,40 @@ func (s *set) grep(ctx context.Context, in grepIn) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fi, err := s.ws.root.Stat(rel)
+	fi, err := s.ws.lstat(rel)
 	if err != nil {
 		return "", fsError("search", rel, err)
 	}
 
 	g := &grepper{re: re, max: s.opts.MaxGrepResults, filter: filter, byName: !strings.Contains(in.Glob, "/")}
 	if !fi.IsDir() {
-		// A file named outright is searched whatever the glob says.
-		err = g.file(ctx, s, filepath.ToSlash(rel), true)
+		// A file named outright is searched whatever the glob says, and
+		// one that cannot be searched is reported.
+		f, _, err := s.ws.openFile(rel)
+		if err != nil {
+			return "", fsError("search", rel, err)
+		}
+		err = g.file(ctx, f, filepath.ToSlash(rel), true)
+		f.Close()
 	} else {
-		err = s.walk(ctx, filepath.ToSlash(rel), func(p string, d fs.DirEntry) (bool, error) {
+		base := filepath.ToSlash(rel)
+		err = s.walk(ctx, base, func(p string, d fs.DirEntry, in dir) (bool, error) {
 			switch {
 			case d.IsDir():
-				return d.Name() != ".git" || p == filepath.ToSlash(rel), nil
+				return d.Name() != ".git" || p == base, nil
 			case !d.Type().IsRegular() || !g.wants(p):
+				// Links, FIFOs, devices and sockets are never opened.
 				return false, nil
 			}
-			if err := g.file(ctx, s, p, false); err != nil {
+			// Files that cannot be opened (or are no longer regular files)
+			// are passed over.
+			f, _, err := in.openFile(d.Name())
+			if err != nil {
+				return false, nil
+			}
+			err = g.file(ctx, f, p, false)
+			f.Close()
+			if err != nil {
 				return false, err
 			}
 			if g.more {
@@ -128,18 +144,10 @@ func (g *grepper) wants(p string) bool {
 	return matchGlob(g.filter, strings.Split(p, "/"))
 }
 
-// file searches the file p, slash-separated and relative to the root. Files
-// that cannot be opened are passed over in a directory walk and reported
-// when named outright (named).
-func (g *grepper) file(ctx context.Context, s *set, p string, named bool) error {
-	f, err := s.ws.root.Open(filepath.FromSlash(p))
-	if err != nil {
-		if named || escaped(err) {
-			return fsError("search", filepath.FromSlash(p), err)
-		}
-		return nil
-	}
-	defer f.Close()
+// file searches f, the file p (slash-separated and relative to the root). A
+// file that cannot be read is reported when it was named outright (named),
+// and passed over in a directory walk.
+func (g *grepper) file(ctx context.Context, f io.Reader, p string, named bool) error {
 	br := bufio.NewReaderSize(f, 64<<10)
 	head, err := br.Peek(sniffLen)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
@@ -148,6 +156,7 @@ func (g *grepper) file(ctx context.Context, s *set, p string, named bool) error 
 		}
 		return nil
 	}
+	shown := showName(p)
 	if bytes.IndexByte(head, 0) >= 0 {
 		g.binaries++
 		return nil
@@ -176,14 +185,14 @@ func (g *grepper) file(ctx context.Context, s *set, p string, named bool) error 
 			}
 			text = text[:i]
 		}
-		fmt.Fprintf(&g.out, "%s:%d:%s", p, line, text)
+		fmt.Fprintf(&g.out, "%s:%d:%s", shown, line, text)
 		if cut {
 			g.out.WriteString(" …")
 		}
 		g.out.WriteByte('\n')
 	}
 	if errors.Is(sc.Err(), bufio.ErrTooLong) {
-		g.longs = append(g.longs, p)
+		g.longs = append(g.longs, shown)
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func (s *set) listTool() (tool.Tool, error) {
 		Summary: "List the entries of a directory.",
 		Description: `List the entries of a directory of the workspace (its root by default), one a line, sorted by name.
 
-Directories end in "/"; symbolic links are shown as "name -> target". Hidden entries are included. Paths are relative to the workspace root; paths that lead outside it are refused.`,
+Directories end in "/"; symbolic links are shown as "name -> target". Hidden entries are included. A name that holds a control character, a quote, a backslash, " -> " or bytes that are not UTF-8 is shown quoted, with Go escapes ("a\nb"). Paths are relative to the workspace root; paths that lead outside it are refused.`,
 		Annotations: readOnly("List directory"),
 		Resources:   []tool.ResourceArg{{Arg: "path", Kind: tool.ResourcePath}},
 	}, s.listDir)
@@ -40,41 +40,45 @@ func (s *set) listDir(ctx context.Context, in listIn) (string, error) {
 		return "", err
 	}
 	name := display(rel)
-	f, err := s.ws.root.Open(rel)
-	if err != nil {
+	fi, err := s.ws.lstat(rel)
+	switch {
+	case err != nil:
 		return "", fsError("list", rel, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fsError("list", rel, err)
-	}
-	if !fi.IsDir() {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return "", raced(rel)
+	case fi.Mode().IsRegular():
 		return "", fmt.Errorf("cannot list %q: it is a file, not a directory; use %s to read it", name, ReadFile)
+	case !fi.IsDir():
+		return "", fmt.Errorf("cannot list %q: %v, not a directory", name, notRegular(fi))
 	}
-	entries, err := f.ReadDir(-1)
+	d, err := s.ws.openDir(rel)
 	if err != nil {
 		return "", fsError("list", rel, err)
 	}
+	defer d.close()
+	entries, err := d.readDir()
+	if err != nil {
+		return "", fsError("list", rel, err)
+	}
+	entries = slices.DeleteFunc(entries, func(e fs.DirEntry) bool {
+		return s.ws.isHidden(filepath.Join(rel, e.Name()))
+	})
 	if len(entries) == 0 {
 		return fmt.Sprintf("[%q is empty]", name), nil
 	}
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	var b strings.Builder
 	for _, e := range entries {
-		if rel == "." && e.Name() == StateDir {
-			continue
-		}
-		b.WriteString(e.Name())
+		b.WriteString(showName(e.Name()))
 		switch {
 		case e.IsDir():
 			b.WriteByte('/')
 		case e.Type()&fs.ModeSymlink != 0:
 			// The target is shown as the link holds it; following it is
 			// subject to the same confinement as any other path.
-			if target, err := s.ws.root.Readlink(filepath.Join(rel, e.Name())); err == nil {
+			if target, err := d.readlink(e.Name()); err == nil {
 				b.WriteString(" -> ")
-				b.WriteString(target)
+				b.WriteString(showName(target))
 			}
 		}
 		b.WriteByte('\n')
@@ -94,7 +98,7 @@ func (s *set) globTool() (tool.Tool, error) {
 
 In the pattern, * matches any run of characters within one path element, ? one character and [abc] one of a set, as in a shell; ** as a whole element matches any number of directories, none included: "**/*.go" finds Go files at every depth, "cmd/**" everything under cmd. * matches hidden names too. .git directories are searched only when the pattern names them.
 
-Symbolic links are listed if they point inside the workspace but never followed. At most %d paths are returned; a note says how many more matched.`, s.opts.MaxGlobResults),
+Symbolic links are listed if they point inside the workspace but never followed. A path that holds a control character, a quote, a backslash or bytes that are not UTF-8 is shown quoted, with Go escapes ("a\nb"). At most %d paths are returned; a note says how many more matched.`, s.opts.MaxGlobResults),
 		Annotations: readOnly("Glob"),
 	}, s.glob)
 }
@@ -109,7 +113,7 @@ func (s *set) glob(ctx context.Context, in globIn) (string, error) {
 	base := s.literalBase(pat)
 	matchGit := slices.Contains(pat, ".git")
 	var found []string
-	err = s.walk(ctx, base, func(p string, d fs.DirEntry) (bool, error) {
+	err = s.walk(ctx, base, func(p string, d fs.DirEntry, _ dir) (bool, error) {
 		elems := strings.Split(p, "/")
 		if d.IsDir() && d.Name() == ".git" && !matchGit {
 			return false, nil
@@ -117,15 +121,15 @@ func (s *set) glob(ctx context.Context, in globIn) (string, error) {
 		if p != "." && matchGlob(pat, elems) {
 			switch {
 			case d.IsDir():
-				found = append(found, p+"/")
+				found = append(found, showName(p)+"/")
 			case d.Type()&fs.ModeSymlink != 0:
 				// A link is listed only where it leads inside, so that every
 				// path glob returns is one the other tools accept.
 				if _, err := s.ws.Resolve(filepath.FromSlash(p)); err == nil {
-					found = append(found, p)
+					found = append(found, showName(p))
 				}
 			default:
-				found = append(found, p)
+				found = append(found, showName(p))
 			}
 		}
 		return d.IsDir() && (p == "." || matchPrefix(pat, elems)), nil
@@ -156,7 +160,7 @@ func (s *set) literalBase(pat []string) string {
 	base := "."
 	for i := 0; i < len(pat)-1 && !hasMeta(pat[i]); i++ {
 		next := path.Join(base, pat[i])
-		fi, err := s.ws.root.Lstat(filepath.FromSlash(next))
+		fi, err := s.ws.lstat(filepath.FromSlash(next))
 		if err != nil || !fi.IsDir() {
 			break
 		}
@@ -166,39 +170,86 @@ func (s *set) literalBase(pat []string) string {
 }
 
 // walk visits base and everything under it in the workspace in lexical
-// order, through the workspace's os.Root, calling visit with each path
-// (slash-separated, relative to the root). visit says whether to descend into
-// a directory. Symbolic links are reported, never followed. A missing base is
-// no error: nothing is under it.
-func (s *set) walk(ctx context.Context, base string, visit func(p string, d fs.DirEntry) (bool, error)) error {
-	err := fs.WalkDir(s.ws.root.FS(), base, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == base && errors.Is(err, fs.ErrNotExist) {
-				return fs.SkipAll
-			}
-			if p == base {
-				return fsError("search", filepath.FromSlash(p), err)
-			}
-			// An unreadable directory below is skipped, not fatal: the rest
-			// of the tree still answers the question.
+// order, calling visit with each path (slash-separated, relative to the
+// root), its entry and the directory that holds it (nil for base itself,
+// which must be a directory).
+// visit says whether to descend into a directory. Directories are opened one
+// element at a time from the one above, never through a symbolic link:
+// links are reported, never followed, and a directory swapped for a link
+// while the walk runs is passed over. What is neither a regular file nor a
+// directory is reported with its type, never opened. A missing base is no
+// error: nothing is under it.
+func (s *set) walk(ctx context.Context, base string, visit func(p string, e fs.DirEntry, in dir) (bool, error)) error {
+	rel := filepath.FromSlash(base)
+	if s.ws.isHidden(rel) {
+		return nil
+	}
+	fi, err := s.ws.lstat(rel)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
+		return fsError("search", rel, err)
+	}
+	if !fi.IsDir() {
+		// Only a directory is walked; base was one when the caller looked,
+		// and is no longer.
+		return nil
+	}
+	descend, err := visit(base, fs.FileInfoToDirEntry(fi), nil)
+	if err != nil || !descend {
+		return skipAll(err)
+	}
+	d, err := s.ws.openDir(rel)
+	if err != nil {
+		return fsError("search", rel, err)
+	}
+	defer d.close()
+	return skipAll(s.walkDir(ctx, d, base, visit))
+}
+
+func skipAll(err error) error {
+	if errors.Is(err, fs.SkipAll) {
+		return nil
+	}
+	return err
+}
+
+func (s *set) walkDir(ctx context.Context, d dir, p string, visit func(string, fs.DirEntry, dir) (bool, error)) error {
+	entries, err := d.readDir()
+	if err != nil {
+		// An unreadable directory below is skipped, not fatal: the rest of
+		// the tree still answers the question.
+		return nil
+	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if p == StateDir {
-			return fs.SkipDir
+		cp := path.Join(p, e.Name())
+		if s.ws.isHidden(filepath.FromSlash(cp)) {
+			continue
 		}
-		descend, err := visit(p, d)
+		descend, err := visit(cp, e, d)
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && !descend {
-			return fs.SkipDir
+		if !e.IsDir() || !descend {
+			continue
 		}
-		return nil
-	})
-	return err
+		child, err := d.openDir(e.Name())
+		if err != nil {
+			// Gone, unreadable, or swapped for a link since it was listed.
+			continue
+		}
+		err = s.walkDir(ctx, child, cp, visit)
+		child.close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // parseGlob checks a glob pattern and splits it into path elements.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/lathe-tools/lathe/runtime/builtin"
@@ -44,19 +45,13 @@ func (s *set) readFile(ctx context.Context, in readIn) (string, error) {
 		return "", err
 	}
 	name := display(rel)
-	fi, err := s.ws.root.Stat(rel)
-	if err != nil {
-		return "", fsError("read", rel, err)
-	}
+	// Only a regular file is opened: a FIFO or a device could block the
+	// call or never end.
+	f, _, err := s.ws.openFile(rel)
 	switch {
-	case fi.IsDir():
+	case errors.Is(err, syscall.EISDIR):
 		return "", fmt.Errorf("cannot read %q: it is a directory; use %s to see what it holds", name, ListDir)
-	case !fi.Mode().IsRegular():
-		// A FIFO or a device could block the call or never end.
-		return "", fmt.Errorf("cannot read %q: not a regular file", name)
-	}
-	f, err := s.ws.root.Open(rel)
-	if err != nil {
+	case err != nil:
 		return "", fsError("read", rel, err)
 	}
 	defer f.Close()

@@ -212,8 +212,9 @@ func TestNewWorkspace(t *testing.T) {
 }
 
 // TestSwappedLink races a directory against a symbolic link to outside while
-// tools read and write through it: whatever the interleaving, os.Root keeps
-// the operations inside, so nothing outside is read or written.
+// tools read and write through it: whatever the interleaving, the tools'
+// walk from the root, which follows no link, keeps the operations inside, so
+// nothing outside is read or written.
 func TestSwappedLink(t *testing.T) {
 	ws, outside := escapeFixture(t)
 	writeFiles(t, ws, map[string]string{"d/secret.txt": "inside\n"})

@@ -15,10 +15,14 @@
 // Every path a tool receives is taken relative to the workspace root; an
 // absolute path is accepted only if it leads inside. Symbolic links are
 // resolved before that check (see [Workspace.Resolve]), and the files are then
-// reached through an [os.Root], so neither "..", an absolute path, nor a
-// symbolic link, not even one swapped in while a call runs, takes a tool
-// outside. A refused path fails the call with the error kind
-// [tool.KindDenied] and changes nothing on disk.
+// reached from a descriptor of the root one path element at a time without
+// following any link, so neither "..", an absolute path, nor a symbolic link,
+// not even one swapped in while a call runs, takes a tool outside or into
+// lathe's state directory. The tools that change files also refuse lathe's
+// own configuration (see package [protect]). Only regular files and
+// directories are ever opened: a FIFO or a device never blocks a call. A
+// refused path fails the call with the error kind [tool.KindDenied] and
+// changes nothing on disk.
 //
 // Other failures (a missing file, an old_string that is not unique) are error
 // results of kind [tool.KindToolError] whose text names the path, relative to
@@ -38,6 +42,7 @@ const (
 	DefaultMaxReadBytes   = 256 << 10
 	DefaultMaxGrepResults = 200
 	DefaultMaxGlobResults = 1000
+	DefaultMaxEditBytes   = 8 << 20
 )
 
 // Options configure the standard tools. The zero value is ready to use, but
@@ -55,6 +60,10 @@ type Options struct {
 	// MaxGlobResults caps the paths one glob call returns. Zero means
 	// [DefaultMaxGlobResults].
 	MaxGlobResults int
+	// MaxEditBytes is the largest file edit_file reads, and the largest it
+	// writes back; a larger one is refused before any of it is read. Zero
+	// means [DefaultMaxEditBytes].
+	MaxEditBytes int
 	// Command, when set, adds run_command, which runs command lines with
 	// /bin/sh in the workspace under this sandbox (its Workspace is set to
 	// the set's root; a zero Profile means the standard profile). It is
@@ -91,6 +100,9 @@ func Standard(root string, opts Options) ([]tool.Tool, error) {
 	}
 	if opts.MaxGlobResults <= 0 {
 		opts.MaxGlobResults = DefaultMaxGlobResults
+	}
+	if opts.MaxEditBytes <= 0 {
+		opts.MaxEditBytes = DefaultMaxEditBytes
 	}
 	ws, err := NewWorkspace(root)
 	if err != nil {

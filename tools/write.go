@@ -7,9 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -34,30 +34,21 @@ func (s *set) writeTool() (tool.Tool, error) {
 
 The write is atomic: the content goes to a temporary file in the same directory, which is flushed to disk and then renamed over the target, so the file is never seen half written. An existing file keeps its permissions. To change part of a file, prefer edit_file.
 
-Paths are relative to the workspace root; paths that lead outside it are refused. Returns the number of bytes written.`,
+Paths are relative to the workspace root; paths that lead outside it are refused, as are lathe's own configuration (lathe.toml) and state (.lathe/). Returns the number of bytes written.`,
 		Annotations: writes("Write file", true),
 		Resources:   []tool.ResourceArg{{Arg: "path", Kind: tool.ResourcePath}},
 	}, s.writeFile)
 }
 
 func (s *set) writeFile(ctx context.Context, in writeIn) (string, error) {
-	rel, err := s.ws.Resolve(in.Path)
+	rel, err := s.ws.resolveChange(in.Path)
 	if err != nil {
 		return "", err
 	}
-	mode, created := newFileMode, true
-	fi, err := s.ws.root.Stat(rel)
-	switch {
-	case err == nil && fi.Mode().IsRegular():
-		mode, created = keptMode(fi), false
-	case err == nil && !fi.IsDir():
-		return "", fmt.Errorf("cannot write %q: not a regular file", display(rel))
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return "", fsError("write", rel, err)
-	}
 	// A directory in the way is left for the rename to refuse, after the
 	// temporary file is removed: the rename is where the check cannot race.
-	if err := s.atomicWrite(ctx, rel, []byte(in.Content), mode); err != nil {
+	created, err := s.ws.atomicWrite(ctx, rel, []byte(in.Content), nil)
+	if err != nil {
 		return "", err
 	}
 	what := "wrote"
@@ -76,55 +67,77 @@ func keptMode(fi fs.FileInfo) fs.FileMode {
 // directory is written, synced and renamed over rel, so that rel holds either
 // its old content or data, never a part, even across a crash. On failure the
 // temporary file is removed and rel is untouched. As with any rename, hard
-// links to the old file keep the old content, and the owner is the caller's.
-func (s *set) atomicWrite(ctx context.Context, rel string, data []byte, mode fs.FileMode) (err error) {
-	root := s.ws.root
-	dir := filepath.Dir(rel)
-	if dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
-			return fsError("create the directory", dir, err)
-		}
-	}
-	f, tmp, err := createTemp(root, dir, filepath.Base(rel))
+// links to the old file keep the old content (a hard link to a protected file
+// is replaced, never written through), and the owner is the caller's.
+//
+// The directory is opened once, element by element without following links,
+// and the temporary file is created, renamed and removed in that directory:
+// a directory swapped for a link meanwhile cannot move the write elsewhere.
+// The new file gets mode, or when mode is nil the mode of the file it
+// replaces (newFileMode for a new file). created tells whether rel is new.
+func (w *Workspace) atomicWrite(ctx context.Context, rel string, data []byte, mode *fs.FileMode) (created bool, err error) {
+	d, base, err := w.openParent(rel, true)
 	if err != nil {
-		return fsError("write", rel, err)
+		return false, fsError("write", rel, err)
+	}
+	defer d.close()
+	perm, created := newFileMode, true
+	fi, err := d.lstat(base)
+	switch {
+	case err == nil && fi.Mode().IsRegular():
+		perm, created = keptMode(fi), false
+	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+		return false, raced(rel)
+	case err == nil && !fi.IsDir():
+		return false, fmt.Errorf("cannot write %q: %v", display(rel), notRegular(fi))
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return false, fsError("write", rel, err)
+	}
+	if mode != nil {
+		perm = *mode
+	}
+	f, tmp, err := createTemp(d, base)
+	if err != nil {
+		return false, fsError("write", rel, err)
 	}
 	defer func() {
 		if err != nil {
 			f.Close()
-			root.Remove(tmp)
+			d.remove(tmp)
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
-		return fsError("write", rel, err)
+		return false, fsError("write", rel, err)
 	}
-	if err := f.Chmod(mode); err != nil {
-		return fsError("write", rel, err)
+	if err := f.Chmod(perm); err != nil {
+		return false, fsError("write", rel, err)
 	}
 	if err := f.Sync(); err != nil {
-		return fsError("write", rel, err)
+		return false, fsError("write", rel, err)
 	}
 	if err := f.Close(); err != nil {
-		return fsError("write", rel, err)
+		return false, fsError("write", rel, err)
 	}
 	// The last moment to give up without a trace: past the rename the new
 	// content is in place.
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
-	if err := root.Rename(tmp, rel); err != nil {
-		if fi, serr := root.Lstat(rel); serr == nil && fi.IsDir() {
-			return fmt.Errorf("cannot write %q: it is a directory", display(rel))
+	if err := d.rename(tmp, base); err != nil {
+		if fi, serr := d.lstat(base); serr == nil && fi.IsDir() {
+			return false, fmt.Errorf("cannot write %q: it is a directory", display(rel))
 		}
-		return fsError("write", rel, err)
+		return false, fsError("write", rel, err)
 	}
-	syncDir(root, dir)
-	return nil
+	// Best effort: the write has succeeded, and some systems cannot sync a
+	// directory.
+	d.sync()
+	return created, nil
 }
 
-// createTemp creates a new, empty file next to base in dir, with a name no
+// createTemp creates a new, empty file next to base in d, with a name no
 // other writer picks, hidden so that directory listings in between skip it.
-func createTemp(root *os.Root, dir, base string) (*os.File, string, error) {
+func createTemp(d dir, base string) (*os.File, string, error) {
 	// Keep the name within the 255 bytes most file systems allow.
 	if len(base) > 64 {
 		base = base[:64]
@@ -136,9 +149,9 @@ func createTemp(root *os.Root, dir, base string) (*os.File, string, error) {
 	for range 10 {
 		var b [6]byte
 		rand.Read(b[:])
-		name := filepath.Join(dir, "."+base+".lathe-"+hex.EncodeToString(b[:])+".tmp")
+		name := "." + base + ".lathe-" + hex.EncodeToString(b[:]) + ".tmp"
 		var f *os.File
-		f, err = root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err = d.create(name, 0o600)
 		if err == nil {
 			return f, name, nil
 		}
@@ -147,16 +160,6 @@ func createTemp(root *os.Root, dir, base string) (*os.File, string, error) {
 		}
 	}
 	return nil, "", err
-}
-
-// syncDir flushes dir, so that a rename in it survives a crash. It is best
-// effort: the write has already succeeded, and some systems cannot sync a
-// directory.
-func syncDir(root *os.Root, dir string) {
-	if d, err := root.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }
 
 type editIn struct {
@@ -170,11 +173,11 @@ func (s *set) editTool() (tool.Tool, error) {
 	return builtin.Func(tool.Definition{
 		Name:    EditFile,
 		Summary: "Replace an exact piece of text in a file.",
-		Description: `Replace old_string with new_string in a text file of the workspace.
+		Description: fmt.Sprintf(`Replace old_string with new_string in a text file of the workspace.
 
 old_string must match the file's text exactly, white space and indentation included, and must occur exactly once: include enough surrounding lines to make it unique. Set replace_all to replace every occurrence instead (to rename something, say). The call fails, changing nothing, if old_string does not occur, if it occurs more than once without replace_all, or if new_string equals old_string.
 
-The file is rewritten atomically and keeps its permissions. Returns the number of replacements made.`,
+The file is rewritten atomically and keeps its permissions. lathe's own configuration (lathe.toml) and state (.lathe/) cannot be edited. Files larger than %d bytes are refused, as are edits whose result would be. Returns the number of replacements made.`, s.opts.MaxEditBytes),
 		Annotations: writes("Edit file", false),
 		Resources:   []tool.ResourceArg{{Arg: "path", Kind: tool.ResourcePath}},
 	}, s.editFile)
@@ -187,24 +190,31 @@ func (s *set) editFile(ctx context.Context, in editIn) (string, error) {
 	if in.OldString == in.NewString {
 		return "", invalidArg("old_string and new_string are the same; the edit would change nothing")
 	}
-	rel, err := s.ws.Resolve(in.Path)
+	rel, err := s.ws.resolveChange(in.Path)
 	if err != nil {
 		return "", err
 	}
 	name := display(rel)
-	fi, err := s.ws.root.Stat(rel)
+	f, fi, err := s.ws.openFile(rel)
 	if err != nil {
 		return "", fsError("edit", rel, err)
 	}
-	if fi.IsDir() {
-		return "", fmt.Errorf("cannot edit %q: it is a directory", name)
+	defer f.Close()
+	// The size is checked before anything is read: a sparse file of some
+	// terabytes costs nothing on disk and would take all memory.
+	max := int64(s.opts.MaxEditBytes)
+	if fi.Size() > max {
+		return "", fmt.Errorf("cannot edit %q: it is %d bytes, more than the %d bytes edit_file takes; use %s to replace it whole",
+			name, fi.Size(), max, WriteFile)
 	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("cannot edit %q: not a regular file", name)
-	}
-	data, err := s.ws.root.ReadFile(rel)
+	// The file may grow after the check: read no more than the cap, and one
+	// byte to tell.
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return "", fsError("edit", rel, err)
+	}
+	if int64(len(data)) > max {
+		return "", fmt.Errorf("cannot edit %q: it grew past the %d bytes edit_file takes", name, max)
 	}
 	if bytes.IndexByte(data[:min(len(data), sniffLen)], 0) >= 0 || !utf8.Valid(data) {
 		return "", fmt.Errorf("cannot edit %q: it is a binary file; only text files can be edited", name)
@@ -217,12 +227,16 @@ func (s *set) editFile(ctx context.Context, in editIn) (string, error) {
 	case n > 1 && !in.ReplaceAll:
 		return "", fmt.Errorf("old_string occurs %d times in %q; include more surrounding text to make it unique, or set replace_all to replace all %d", n, name, n)
 	}
+	if grown := int64(len(text)) + int64(n)*(int64(len(in.NewString))-int64(len(in.OldString))); grown > max {
+		return "", fmt.Errorf("cannot edit %q: the result would be %d bytes, more than the %d bytes edit_file writes", name, grown, max)
+	}
 	if in.ReplaceAll {
 		text = strings.ReplaceAll(text, in.OldString, in.NewString)
 	} else {
 		text = strings.Replace(text, in.OldString, in.NewString, 1)
 	}
-	if err := s.atomicWrite(ctx, rel, []byte(text), keptMode(fi)); err != nil {
+	mode := keptMode(fi)
+	if _, err := s.ws.atomicWrite(ctx, rel, []byte(text), &mode); err != nil {
 		return "", err
 	}
 	if n == 1 {

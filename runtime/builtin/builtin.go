@@ -78,11 +78,13 @@ func Must(t tool.Tool, err error) tool.Tool {
 	return t
 }
 
-// Cooperative reports true: a Go function is expected to watch its context,
-// as all Go code that takes one does, and so runs on its caller's goroutine
-// without the cost of a goroutine of its own. A function that ignores its
-// context holds its own call past the deadline, and nothing else.
-func (r *Runtime[In, Out]) Cooperative() bool { return true }
+// Cooperative reports false: a Go function should watch its context, but
+// one stuck in a system call (the open of a FIFO, a read from a hung network
+// file system) or that simply does not cannot be stopped from outside. The
+// engine therefore runs it on a goroutine of its own and returns at the
+// deadline or at the caller's cancellation whatever the function does; a
+// function that never returns keeps only its own goroutine.
+func (r *Runtime[In, Out]) Cooperative() bool { return false }
 
 // Execute decodes the arguments into In, calls the function and renders Out.
 func (r *Runtime[In, Out]) Execute(ctx context.Context, def *tool.Definition, call *tool.Call) (*tool.Outcome, error) {
