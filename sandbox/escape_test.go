@@ -499,3 +499,44 @@ func listenLoopback(t *testing.T) net.Listener {
 	}()
 	return l
 }
+
+// TestEscapeFileSize writes a file past the run's file-size limit: the
+// write stops at the limit and fails, the writer gets SIGXFSZ, and lathe
+// (this test process) lives on and can still write large files itself.
+func TestEscapeFileSize(t *testing.T) {
+	requireStandard(t)
+	const limit = 1 << 20
+	for _, p := range []sandbox.Profile{sandbox.Dev, sandbox.Standard} {
+		t.Run(string(p), func(t *testing.T) {
+			ws := t.TempDir()
+			cfg := sandbox.Config{Profile: p, Workspace: ws, Limits: sandbox.Limits{FileSize: limit}}
+			// A dev run starts where its command says, not in the
+			// workspace.
+			cd := "cd " + ws + " && "
+			// Within the limit the same command works, so the failure
+			// below is the limit's doing.
+			if out, err := run(t, cfg, cd+"head -c 524288 /dev/zero > small"); err != nil {
+				t.Fatalf("a file under the limit: %v\n%s", err, out)
+			}
+			if fi, err := os.Stat(filepath.Join(ws, "small")); err != nil || fi.Size() != 524288 {
+				t.Fatalf("small: %v, %v", fi, err)
+			}
+			out, err := run(t, cfg, markStart(cd+"head -c 4194304 /dev/zero > big; echo status=$?"))
+			if !ran(out) || err != nil {
+				t.Fatalf("the script did not run to its end: %v\n%s", err, out)
+			}
+			if strings.Contains(out, "status=0") || !strings.Contains(out, "status=") {
+				t.Errorf("writing 4 MiB under a 1 MiB limit succeeded:\n%s", out)
+			}
+			fi, err := os.Stat(filepath.Join(ws, "big"))
+			if err != nil || fi.Size() > limit {
+				t.Errorf("big: %v, %v (limit %d)", fi, err, limit)
+			}
+			// The limit is the run's, not lathe's.
+			f := filepath.Join(t.TempDir(), "lathe-big")
+			if err := os.WriteFile(f, make([]byte, 2*limit), 0o600); err != nil {
+				t.Errorf("lathe itself cannot write past the run's limit: %v", err)
+			}
+		})
+	}
+}

@@ -248,6 +248,9 @@ func hardenedSpec(c Config, ws, dir string, hide, args, env []string) ociSpec {
 	if l.Processes > 0 {
 		limit("RLIMIT_NPROC", uint64(l.Processes))
 	}
+	if l.FileSize > 0 {
+		limit("RLIMIT_FSIZE", uint64(l.FileSize))
+	}
 
 	type bind struct {
 		src, dst string

@@ -92,6 +92,10 @@ type Limits struct {
 	// and a half), with the cpu cgroup controller where lathe can create
 	// cgroups. Zero or less means no cap: a run may use every CPU.
 	CPUs float64 `toml:"cpus"`
+	// FileSize caps the size of each file a process of the run writes, in
+	// bytes (RLIMIT_FSIZE): a write past it fails, and the process gets
+	// SIGXFSZ, so that a run cannot fill the disk with one file.
+	FileSize int64 `toml:"file_size"`
 }
 
 // DefaultLimits are the limits of a zero [Limits].
@@ -101,6 +105,7 @@ var DefaultLimits = Limits{
 	CPU:       time.Minute,
 	Processes: 256,
 	Output:    1 << 20,
+	FileSize:  1 << 30,
 }
 
 // WithDefaults returns l with its zero fields set from [DefaultLimits].
@@ -120,6 +125,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.Output == 0 {
 		l.Output = d.Output
+	}
+	if l.FileSize == 0 {
+		l.FileSize = d.FileSize
 	}
 	return l
 }

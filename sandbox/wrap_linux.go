@@ -161,6 +161,9 @@ func rlimitArgs(l Limits) []string {
 		set(unix.RLIMIT_CPU, uint64((l.CPU+time.Second-1)/time.Second))
 	}
 	set(unix.RLIMIT_CORE, 0)
+	if l.FileSize > 0 {
+		set(unix.RLIMIT_FSIZE, uint64(l.FileSize))
+	}
 	if l.Memory > 0 {
 		set(unix.RLIMIT_AS, uint64(l.Memory))
 	}
