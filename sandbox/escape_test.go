@@ -22,16 +22,48 @@ import (
 )
 
 // TestMain lets the test binary serve as a program inside the sandbox:
-// argv[1] "connect" dials TCP to argv[2].
+// argv[1] "connect" dials argv[2] over TCP, or over the network argv[3]
+// names ("unix" for a Unix socket, "@name" an abstract one); "socket"
+// makes a socket of family argv[2], type argv[3] and protocol argv[4];
+// "socketpair" makes a Unix socket pair.
 func TestMain(m *testing.M) {
-	if len(os.Args) == 3 && os.Args[1] == "connect" {
-		c, err := net.DialTimeout("tcp", os.Args[2], 2*time.Second)
+	if len(os.Args) >= 3 && os.Args[1] == "connect" {
+		network := "tcp"
+		if len(os.Args) == 4 {
+			network = os.Args[3]
+		}
+		c, err := net.DialTimeout(network, os.Args[2], 2*time.Second)
 		if err != nil {
 			fmt.Println("refused:", err)
 			os.Exit(3)
 		}
 		c.Close()
 		fmt.Println("connected")
+		os.Exit(0)
+	}
+	if len(os.Args) == 5 && os.Args[1] == "socket" {
+		var n [3]int
+		for i := range n {
+			n[i], _ = strconv.Atoi(os.Args[2+i])
+		}
+		fd, err := syscall.Socket(n[0], n[1], n[2])
+		if err != nil {
+			fmt.Println("refused:", err)
+			os.Exit(3)
+		}
+		syscall.Close(fd)
+		fmt.Println("socket made")
+		os.Exit(0)
+	}
+	if len(os.Args) == 2 && os.Args[1] == "socketpair" {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		if err != nil {
+			fmt.Println("refused:", err)
+			os.Exit(3)
+		}
+		syscall.Close(fds[0])
+		syscall.Close(fds[1])
+		fmt.Println("socket made")
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -539,4 +571,121 @@ func TestEscapeFileSize(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEscapeSockets tries, with the network off, the sockets that reach past
+// a network namespace: vsock (the hypervisor and the host, whatever the
+// namespace), packet and other kernel families, a Unix socket that a host
+// process bound in the workspace, and an abstract Unix socket of the host.
+// Each family is tried on the host first: one the host cannot make either
+// proves nothing and is skipped, saying so.
+func TestEscapeSockets(t *testing.T) {
+	requireStandard(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: ws,
+		Perms:  sandbox.Permissions{Read: []string{filepath.Dir(exe)}},
+		Limits: sandbox.Limits{Memory: -1}}
+	const afVsock, afAlg = 40, 38
+	for _, c := range []struct {
+		name               string
+		family, typ, proto int
+	}{
+		{"vsock", afVsock, syscall.SOCK_STREAM, 0},
+		{"packet", syscall.AF_PACKET, syscall.SOCK_RAW, 0},
+		{"alg", afAlg, syscall.SOCK_SEQPACKET, 0},
+		{"unix", syscall.AF_UNIX, syscall.SOCK_STREAM, 0},
+		{"unix datagram", syscall.AF_UNIX, syscall.SOCK_DGRAM, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if fd, err := syscall.Socket(c.family, c.typ, c.proto); err != nil {
+				t.Skipf("the host cannot make this socket either: %v", err)
+			} else {
+				syscall.Close(fd)
+			}
+			args := []string{exe, "socket", strconv.Itoa(c.family), strconv.Itoa(c.typ), strconv.Itoa(c.proto)}
+			out, err := runArgv(t, cfg, args...)
+			if err == nil || !strings.Contains(out, "refused:") {
+				t.Errorf("a %s socket was made with the network off: err=%v output:\n%s", c.name, err, out)
+			}
+		})
+	}
+	// What ordinary programs need still works: a Unix socket pair (pipes
+	// between processes), and IP and netlink sockets, which reach nothing
+	// in a network namespace with no interface up.
+	for _, argv := range [][]string{
+		{exe, "socketpair"},
+		{exe, "socket", strconv.Itoa(syscall.AF_INET), strconv.Itoa(syscall.SOCK_DGRAM), "0"},
+		{exe, "socket", strconv.Itoa(syscall.AF_INET6), strconv.Itoa(syscall.SOCK_STREAM), "0"},
+		{exe, "socket", strconv.Itoa(syscall.AF_NETLINK), strconv.Itoa(syscall.SOCK_RAW), "0"},
+	} {
+		if out, err := runArgv(t, cfg, argv...); err != nil || !strings.Contains(out, "socket made") {
+			t.Errorf("%q failed in the sandbox: %v\n%s", argv[1:], err, out)
+		}
+	}
+
+	t.Run("host listener in the workspace", func(t *testing.T) {
+		path := filepath.Join(ws, "host.sock")
+		accepted := listenUnix(t, path)
+		out, err := runArgv(t, cfg, exe, "connect", path, "unix")
+		if err == nil || !strings.Contains(out, "refused:") {
+			t.Errorf("the host's Unix socket was reached: err=%v output:\n%s", err, out)
+		}
+		select {
+		case <-accepted:
+			t.Error("the host's listener accepted a connection from the sandbox")
+		case <-time.After(200 * time.Millisecond):
+		}
+		// With the network allowed the same command reaches it, so the
+		// refusal above is the sandbox's doing.
+		on := cfg
+		on.Perms.Network = true
+		if out, err := runArgv(t, on, exe, "connect", path, "unix"); err != nil || !strings.Contains(out, "connected") {
+			t.Errorf("with the network allowed: err=%v output:\n%s", err, out)
+		}
+		select {
+		case <-accepted:
+		case <-time.After(5 * time.Second):
+			t.Error("the listener never saw the connection made with the network allowed")
+		}
+	})
+	t.Run("host abstract socket", func(t *testing.T) {
+		name := fmt.Sprintf("@lathe-test-%d", os.Getpid())
+		accepted := listenUnix(t, name)
+		out, err := runArgv(t, cfg, exe, "connect", name, "unix")
+		if err == nil || !strings.Contains(out, "refused:") {
+			t.Errorf("the host's abstract socket was reached: err=%v output:\n%s", err, out)
+		}
+		select {
+		case <-accepted:
+			t.Error("the host's abstract listener accepted a connection from the sandbox")
+		case <-time.After(200 * time.Millisecond):
+		}
+	})
+}
+
+// listenUnix listens on the Unix socket path (or abstract name, "@…") until
+// the test ends, and signals each connection it accepts.
+func listenUnix(t *testing.T, path string) <-chan struct{} {
+	t.Helper()
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	accepted := make(chan struct{}, 16)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	return accepted
 }

@@ -143,7 +143,7 @@ func within(p, dir string) bool {
 
 // staticArgs are the init's steps that every run of a template shares.
 func staticArgs(s shape) []string {
-	return append(landlockArgs(s), "seccomp", seccompArg())
+	return append(landlockArgs(s), "seccomp", seccompArg(s.Network))
 }
 
 // rlimitArgs are the init's limits, the address-space limit last: from
