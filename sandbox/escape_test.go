@@ -27,6 +27,7 @@ import (
 // makes a socket of family argv[2], type argv[3] and protocol argv[4];
 // "socketpair" makes a Unix socket pair.
 func TestMain(m *testing.M) {
+	helperMain()
 	if len(os.Args) >= 3 && os.Args[1] == "connect" {
 		network := "tcp"
 		if len(os.Args) == 4 {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -185,12 +184,9 @@ func hardened(c Config, cmd *exec.Cmd) (func(), error) {
 	cmd.Args = append(append([]string{"runsc"}, global...), "run", "--bundle", bundle, id)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.Dir = bundle
-	attr := cmd.SysProcAttr
-	if attr == nil {
-		attr = &syscall.SysProcAttr{}
-	}
-	attr.Pdeathsig = syscall.SIGKILL
-	cmd.SysProcAttr = attr
+	// runsc, and the sandbox it keeps attached, go when lathe does; in a
+	// session of their own, without lathe's terminal.
+	Supervise(cmd)
 	if cmd.Cancel != nil {
 		// runsc run would pass a signal on to the tool only; the
 		// sandbox itself goes, then runsc.

@@ -24,6 +24,7 @@ const unshareFlags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_
 
 func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 	noop := func() {}
+	unsupervise(cmd)
 	if c.Profile == Hardened {
 		return hardened(c, cmd)
 	}
@@ -41,12 +42,19 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 		}
 		path = lp
 	}
-	attr := cmd.SysProcAttr
-	if attr == nil {
-		attr = &syscall.SysProcAttr{}
+	attr := ownSession(cmd)
+	line, err := lifeline()
+	if err != nil {
+		return noop, fmt.Errorf("sandbox: %w", err)
 	}
-	args := []string{initArg0}
+	args := []string{initArg0, "lathe", strconv.Itoa(3 + len(cmd.ExtraFiles))}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, line)
 	cleanup := noop
+	if c.Profile == Dev {
+		// A dev run is a host process: the init forks it and supervises
+		// it, so that whatever it starts ends with it, or with lathe.
+		args = append(args, "fork", "1")
+	}
 	if c.Profile == Standard {
 		if !seccompSupported {
 			return noop, fmt.Errorf("sandbox: %w: no seccomp filter for this architecture", ErrUnavailable)
@@ -93,8 +101,6 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 		args = append(args, t.static...)
 		// The init changes directory itself, once its root is in place.
 		cmd.Dir = ""
-		// The init, and PID 1 of the run with it, goes if lathe does.
-		attr.Pdeathsig = syscall.SIGKILL
 		// PID 1 ignores signals it has no handler for, so a polite SIGTERM
 		// would only delay the end; the whole namespace goes with SIGKILL.
 		if cmd.Cancel != nil {

@@ -68,7 +68,11 @@ func runCommand(ctx context.Context, cfg sandbox.Config, lim sandbox.Limits, lin
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", line)
 	cmd.Dir = cfg.Workspace
 	cmd.Env = cfg.Env()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Every profile, dev included, starts the command through Wrap: in a
+	// session of its own (no terminal; its own process group, which the
+	// kills below address), supervised so that nothing it starts outlives
+	// it or lathe.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	out := &capWriter{max: lim.Output, cmd: cmd}

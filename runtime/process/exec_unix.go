@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/lathe-tools/lathe/sandbox"
 )
 
 type spawnSpec struct {
@@ -24,8 +26,8 @@ type spawnSpec struct {
 	sandbox func(*exec.Cmd) (func(), error)
 }
 
-// spawn runs one process in a new process group and waits until the group
-// is gone. When ctx ends, the group gets SIGTERM and, grace later, the main
+// spawn runs one process in a new session (and so a new process group),
+// without a terminal, and waits until the group is gone. When ctx ends, the group gets SIGTERM and, grace later, the main
 // process SIGKILL; when the main process has exited, for whatever reason,
 // the rest of its group gets SIGKILL. The result is never nil.
 func spawn(ctx context.Context, s spawnSpec) (*result, error) {
@@ -34,7 +36,9 @@ func spawn(ctx context.Context, s spawnSpec) (*result, error) {
 	cmd.Args = s.argv
 	cmd.Dir = s.dir
 	cmd.Env = s.env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A session of its own: no controlling terminal, and its own process
+	// group, which the signals below address.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = s.grace
 	if s.stdin != nil {
@@ -52,6 +56,10 @@ func spawn(ctx context.Context, s spawnSpec) (*result, error) {
 		if err != nil {
 			return res, err
 		}
+	} else {
+		// Without a profile the tool is still supervised: what it starts
+		// ends with it, and everything ends with lathe.
+		sandbox.Supervise(cmd)
 	}
 	if err := cmd.Start(); err != nil {
 		if ctx.Err() != nil {
