@@ -482,32 +482,46 @@ func pidsCgroup(t *testing.T) bool {
 func TestEscapeHidden(t *testing.T) {
 	requireStandard(t)
 	ws := t.TempDir()
-	state := filepath.Join(ws, ".lathe")
-	os.Mkdir(state, 0o700)
-	os.WriteFile(filepath.Join(state, "lathe.db"), []byte("TOPSECRET"), 0o600)
+	for _, d := range []string{".lathe", "private"} {
+		os.Mkdir(filepath.Join(ws, d), 0o700)
+		os.WriteFile(filepath.Join(ws, d, "lathe.db"), []byte("TOPSECRET"), 0o600)
+	}
 	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: ws}
-	// Unhidden, the state is readable from inside, so the denials below
-	// are Hide's doing.
-	if out, err := run(t, cfg, "cat .lathe/lathe.db"); err != nil || !strings.Contains(out, "TOPSECRET") {
+	// Unhidden, a directory is readable from inside, so the denials below
+	// are Hide's doing; lathe's own .lathe is hidden without being asked.
+	if out, err := run(t, cfg, "cat private/lathe.db"); err != nil || !strings.Contains(out, "TOPSECRET") {
 		t.Fatalf("without Hide: err=%v output:\n%s", err, out)
 	}
-	cfg.Hide = []string{".lathe", "fresh"}
+	cfg.Hide = []string{"private", "fresh"}
 	for _, script := range []string{
 		"cat .lathe/lathe.db", "echo x > .lathe/lathe.db", "echo x > .lathe/grant", "rm -rf .lathe",
-		"mv .lathe gone", "umount .lathe", "echo x > fresh/planted", "rmdir fresh && mkdir fresh && echo x > fresh/planted",
+		"mv .lathe gone", "umount .lathe", "cat private/lathe.db", "echo x > private/grant",
+		"echo x > fresh/planted", "rmdir fresh && mkdir fresh && echo x > fresh/planted",
 	} {
 		out, err := run(t, cfg, markStart(script))
 		if !ran(out) || err == nil || strings.Contains(out, "TOPSECRET") {
 			t.Errorf("%q: err=%v output:\n%s", script, err, out)
 		}
 	}
-	if b, _ := os.ReadFile(filepath.Join(state, "lathe.db")); string(b) != "TOPSECRET" {
-		t.Errorf("the state changed: %q", b)
+	for _, d := range []string{".lathe", "private"} {
+		if b, _ := os.ReadFile(filepath.Join(ws, d, "lathe.db")); string(b) != "TOPSECRET" {
+			t.Errorf("%s changed: %q", d, b)
+		}
 	}
-	for _, p := range []string{filepath.Join(state, "grant"), filepath.Join(ws, "fresh", "planted"), filepath.Join(ws, "gone")} {
+	for _, p := range []string{filepath.Join(ws, ".lathe", "grant"), filepath.Join(ws, "private", "grant"),
+		filepath.Join(ws, "fresh", "planted"), filepath.Join(ws, "gone")} {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("%s exists", p)
 		}
+	}
+	// The state directory removed and made again on the host (its inode
+	// number is often the same) is hidden again, not shown through a
+	// template whose mount over the old one is gone.
+	os.RemoveAll(filepath.Join(ws, ".lathe"))
+	os.Mkdir(filepath.Join(ws, ".lathe"), 0o700)
+	os.WriteFile(filepath.Join(ws, ".lathe", "lathe.db"), []byte("TOPSECRET"), 0o600)
+	if out, err := run(t, cfg, markStart("cat .lathe/lathe.db")); !ran(out) || err == nil || strings.Contains(out, "TOPSECRET") {
+		t.Errorf("the state directory made again is visible: err=%v output:\n%s", err, out)
 	}
 }
 
@@ -689,4 +703,69 @@ func listenUnix(t *testing.T, path string) <-chan struct{} {
 		}
 	}()
 	return accepted
+}
+
+// TestEscapeConfig tries to change the workspace's lathe.toml, which the
+// next lathe started there would load (local tools, profiles, allow rules),
+// and to plant configuration in .lathe/. Each script does it under dev
+// first, which does not protect them, so that a denial under standard is
+// the sandbox's doing.
+func TestEscapeConfig(t *testing.T) {
+	requireStandard(t)
+	ws := t.TempDir()
+	cfgFile := filepath.Join(ws, "lathe.toml")
+	const original = "# the user's configuration\n"
+	reset := func() {
+		os.RemoveAll(filepath.Join(ws, ".lathe"))
+		for _, p := range []string{cfgFile, filepath.Join(ws, "moved")} {
+			os.Remove(p)
+		}
+		if err := os.WriteFile(cfgFile, []byte(original), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, "evil.toml"), []byte("[tools.x]\ncommand = \"x\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	intact := func() bool {
+		b, err := os.ReadFile(cfgFile)
+		fi, lerr := os.Lstat(cfgFile)
+		_, planted := os.Stat(filepath.Join(ws, ".lathe", "planted"))
+		return err == nil && lerr == nil && fi.Mode().IsRegular() && string(b) == original && planted != nil
+	}
+	for _, script := range []string{
+		"echo '[tools.x]' >> lathe.toml",
+		"echo '[tools.x]' > lathe.toml",
+		": > lathe.toml",
+		"rm -f lathe.toml",
+		"mv lathe.toml moved",
+		"mv evil.toml lathe.toml",
+		"ln -sf evil.toml lathe.toml",
+		"mkdir -p .lathe && echo x > .lathe/planted",
+	} {
+		t.Run(script, func(t *testing.T) {
+			reset()
+			dev := sandbox.Config{Profile: sandbox.Dev, Workspace: ws}
+			if out, err := run(t, dev, "cd "+ws+" && "+script); err != nil || intact() {
+				t.Fatalf("under dev the script did not change the configuration, so the test proves nothing: %v\n%s", err, out)
+			}
+			reset()
+			std := sandbox.Config{Profile: sandbox.Standard, Workspace: ws}
+			out, err := run(t, std, markStart(script))
+			if !ran(out) {
+				t.Fatalf("the script never ran: %v\n%s", err, out)
+			}
+			if !intact() {
+				b, _ := os.ReadFile(cfgFile)
+				t.Errorf("the configuration changed under standard: lathe.toml now %q; output:\n%s", b, out)
+			}
+		})
+	}
+	t.Run("readable", func(t *testing.T) {
+		reset()
+		out, err := run(t, sandbox.Config{Profile: sandbox.Standard, Workspace: ws}, "cat lathe.toml")
+		if err != nil || out != original {
+			t.Errorf("lathe.toml is not readable in the sandbox: %v\n%s", err, out)
+		}
+	})
 }

@@ -267,6 +267,10 @@ func hardenedSpec(c Config, ws, dir string, hide, args, env []string) ociSpec {
 		binds = append(binds, bind{p, p, true})
 	}
 	binds = append(binds, bind{ws, ws, true})
+	// The workspace's configuration, read-only over the workspace.
+	for _, p := range readOnly(ws) {
+		binds = append(binds, bind{p, p, false})
+	}
 	// Parents before children, so that a path inside another one is
 	// mounted on top of it; at equal depth a later (more permissive)
 	// entry wins.

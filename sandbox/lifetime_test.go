@@ -60,14 +60,14 @@ func helperMain() {
 }
 
 // startAs runs argv in the workspace ws as lathe runs a child in mode:
-// "dev" or "standard" (Config.Wrap), "process" (a process tool without a
-// profile), "mcp" (an upstream MCP server; it never answers, so the start
-// waits), or "run_command" is not needed: it goes through Wrap.
+// "dev", "standard" or "hardened" (Config.Wrap, which run_command uses
+// too), "process" (a process tool without a profile) or "mcp" (an upstream
+// MCP server; it never answers, so its start waits).
 func startAs(mode, ws string, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctx := context.Background()
 	exe, _ := os.Executable()
 	switch mode {
-	case "dev", "standard":
+	case "dev", "standard", "hardened":
 		cfg := sandbox.Config{Profile: sandbox.Profile(mode), Workspace: ws,
 			Perms:  sandbox.Permissions{Read: []string{filepath.Dir(exe)}},
 			Limits: sandbox.Limits{Memory: -1}}
@@ -180,11 +180,9 @@ func TestNoTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{"dev", "standard", "process"} {
+	for _, mode := range []string{"dev", "standard", "hardened", "process"} {
 		t.Run(mode, func(t *testing.T) {
-			if mode == "standard" {
-				requireStandard(t)
-			}
+			requireMode(t, mode)
 			master, slave := openPTY(t)
 			go io.Copy(io.Discard, master)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -203,7 +201,9 @@ func TestNoTerminal(t *testing.T) {
 				t.Fatalf("the parent does not have the terminal, so the test proves nothing:\n%s", text)
 			}
 			child := text[strings.Index(text, "child:"):]
-			if !strings.Contains(child, "tty=ENXIO") || !strings.Contains(child, "sti=no-terminal") ||
+			// ENXIO on the host's kernel, EIO on gVisor's: either way not
+			// opened.
+			if strings.Contains(child, "tty=opened") || !strings.Contains(child, "sti=no-terminal") ||
 				strings.Contains(child, "=terminal") {
 				t.Errorf("the child reached the terminal:\n%s", child)
 			}
@@ -220,11 +220,9 @@ func TestOrphansDieWithLathe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, mode := range []string{"dev", "standard", "process", "mcp"} {
+	for i, mode := range []string{"dev", "standard", "hardened", "process", "mcp"} {
 		t.Run(mode, func(t *testing.T) {
-			if mode == "standard" {
-				requireStandard(t)
-			}
+			requireMode(t, mode)
 			// The sleeps are told apart from any other by their length.
 			marker := strconv.Itoa(900000 + os.Getpid()%10000*10 + i)
 			script := fmt.Sprintf("sleep %[1]s & setsid sleep %[1]s & (sleep %[1]s &); wait", marker)
@@ -238,10 +236,23 @@ func TestOrphansDieWithLathe(t *testing.T) {
 			}
 			defer fake.Wait()
 			defer fake.Process.Kill()
+			// Under gVisor the sleeps are not host processes; what must
+			// go is runsc and the sandbox's processes, each of which names
+			// the run's private directory.
+			find := func() []int { return processes("sleep\x00" + marker + "\x00") }
+			if mode == "hardened" {
+				find = func() []int {
+					if dir := runscDir(fake.Process.Pid); dir != "" {
+						return processes(dir)
+					}
+					return nil
+				}
+			}
 			deadline := time.Now().Add(20 * time.Second)
-			for len(sleepers(marker)) < 3 {
+			var seen []int
+			for seen = find(); len(seen) < 3; seen = find() {
 				if time.Now().After(deadline) {
-					t.Fatalf("the child's three sleeps never all started (saw %v); fake lathe:\n%s", sleepers(marker), out.String())
+					t.Fatalf("the child's processes never all started (saw %v); fake lathe:\n%s", seen, out.String())
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
@@ -249,7 +260,7 @@ func TestOrphansDieWithLathe(t *testing.T) {
 			fake.Wait()
 			deadline = time.Now().Add(5 * time.Second)
 			for {
-				left := sleepers(marker)
+				left := find()
 				if len(left) == 0 {
 					break
 				}
@@ -265,10 +276,45 @@ func TestOrphansDieWithLathe(t *testing.T) {
 	}
 }
 
-// sleepers returns the live processes (zombies are not) running
-// "sleep MARKER".
-func sleepers(marker string) []int {
-	want := "sleep\x00" + marker + "\x00"
+// requireMode skips a mode whose profile this machine cannot provide.
+func requireMode(t *testing.T, mode string) {
+	t.Helper()
+	switch mode {
+	case "standard":
+		requireStandard(t)
+	case "hardened":
+		requireHardened(t)
+	}
+}
+
+// runscDir returns the private directory of the hardened run that the
+// process parent started through the init, "" until there is one.
+func runscDir(parent int) string {
+	for _, pid := range processes("lathe-sandbox-init\x00") {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		i := bytes.LastIndexByte(stat, ')')
+		if err != nil || i < 0 {
+			continue
+		}
+		var state string
+		var ppid int
+		if _, err := fmt.Sscan(string(stat[i+1:]), &state, &ppid); err != nil || ppid != parent {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		args := strings.Split(string(cmdline), "\x00")
+		for j, a := range args {
+			if a == "--root" && j+1 < len(args) {
+				return filepath.Dir(args[j+1])
+			}
+		}
+	}
+	return ""
+}
+
+// processes returns the live processes (zombies are not) whose command
+// line contains want.
+func processes(want string) []int {
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -277,7 +323,7 @@ func sleepers(marker string) []int {
 			continue
 		}
 		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || string(cmdline) != want {
+		if err != nil || !strings.Contains(string(cmdline), want) {
 			continue
 		}
 		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")

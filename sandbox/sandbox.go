@@ -170,12 +170,28 @@ type Config struct {
 	Limits    Limits
 	Perms     Permissions
 	// Hide lists directories inside the workspace that the process must
-	// neither see nor change, such as lathe's own state directory (the
-	// audit log and the grants). Under [Standard] each is covered by an
-	// empty read-only file system; one that does not exist is created
-	// first, so that the process cannot plant it either.
+	// neither see nor change. Under [Standard] and [Hardened] each is
+	// covered by an empty read-only file system; one that does not exist
+	// is created first, so that the process cannot plant it either.
+	// lathe's own state directory, .lathe, is always hidden, and the
+	// workspace's lathe.toml, where it exists, is always read-only.
 	Hide []string
 }
+
+// workspaceConfig names the files of a workspace that lathe loads its
+// configuration from, relative to the workspace: what can start programs or
+// widen permissions for the next lathe started there. Under [Standard] and
+// [Hardened] each that exists is bound read-only over itself, so that a run
+// can read it but neither change, replace, move nor remove it. The name is
+// config.WorkspaceFile; package config is not imported here, so that the
+// sandbox does not pull in the TOML decoder.
+var workspaceConfig = []string{"lathe.toml"}
+
+// workspaceState names the directories of a workspace that hold lathe's own
+// state (the audit log, grants, trust records) and configuration, relative
+// to the workspace: tools.StateDir. Under [Standard] and [Hardened] each is
+// hidden ([Config].Hide) from every run, created first if missing.
+var workspaceState = []string{".lathe"}
 
 // baseEnv names the variables every sandboxed process receives.
 var baseEnv = []string{"PATH", "LANG", "TERM"}

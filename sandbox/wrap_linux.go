@@ -64,7 +64,7 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 			return noop, fmt.Errorf("sandbox: workspace: %w", err)
 		}
 		sh := shape{Workspace: ws, Network: c.Perms.Network,
-			Read: existing(c.Perms.Read), Write: existing(c.Perms.Write)}
+			Read: existing(c.Perms.Read), Write: existing(c.Perms.Write), ReadOnly: readOnly(ws)}
 		if sh.Hide, err = c.hidden(ws); err != nil {
 			return noop, err
 		}
@@ -119,7 +119,7 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 // contains.
 func underTmp(s shape) []string {
 	var all []string
-	for _, group := range [][]string{{s.Workspace}, s.Read, s.Write, s.Hide} {
+	for _, group := range [][]string{{s.Workspace}, s.Read, s.Write, s.ReadOnly, s.Hide} {
 		for _, p := range group {
 			if within(p, "/tmp") {
 				all = append(all, p)
@@ -189,12 +189,13 @@ func existing(paths []string) []string {
 	return out
 }
 
-// hidden returns the directories of c.Hide as real paths, relative ones
-// taken from the workspace ws. Each is created if it is missing, so that a
-// sandboxed command cannot plant one of its own where it would be hidden.
+// hidden returns the directories of c.Hide and lathe's state directories
+// as real paths, relative ones taken from the workspace ws. Each is created
+// if it is missing, so that a sandboxed command cannot plant one of its own
+// where it would be hidden.
 func (c Config) hidden(ws string) ([]string, error) {
 	var hide []string
-	for _, h := range c.Hide {
+	for _, h := range append(slices.Clone(workspaceState), c.Hide...) {
 		if !filepath.IsAbs(h) {
 			h = filepath.Join(ws, h)
 		}
@@ -205,7 +206,24 @@ func (c Config) hidden(ws string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: hiding %s: %w", h, err)
 		}
-		hide = append(hide, real)
+		if !slices.Contains(hide, real) {
+			hide = append(hide, real)
+		}
 	}
 	return hide, nil
+}
+
+// readOnly returns the workspace's configuration files that exist as
+// regular files, as paths in the workspace ws. A link is left out: a
+// mount cannot cover a symbolic link, only what it points to, which may
+// be anywhere; such a file is guarded by the trust check alone.
+func readOnly(ws string) []string {
+	var out []string
+	for _, name := range workspaceConfig {
+		p := filepath.Join(ws, name)
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+			out = append(out, p)
+		}
+	}
+	return out
 }
