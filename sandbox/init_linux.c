@@ -571,6 +571,16 @@ static void lathe_fork(struct lathe_run *r, int i) {
 	if (c < 0)
 		lathe_die("clone", NULL);
 	close(p[0]);
+	// The tool's standard input and output are its own: the init lets go
+	// of its copies, so that the tool closing its output is an end of file
+	// for lathe, and the tool closing its input a broken pipe. Standard
+	// error stays, for the init's own messages.
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		close(null);
+	}
 	lathe_wait(c, r->lathe);
 }
 
