@@ -52,7 +52,9 @@
 // is a terminal: a tool never reaches the terminal lathe runs in.
 //
 // Supervising, the init passes TERM, INT, HUP, QUIT, USR1 and USR2 on to its
-// child, reaps whatever is reparented to it, and when the child ends, kills
+// child, takes SIGRTMAX as lathe's request to kill the child at once (and
+// then the rest, as below), reaps whatever is reparented to it, and when
+// the child ends, kills
 // what is left of the child's descendants and exits as the child did (the
 // same status, or the same signal). When lathe's pipe closes first, it kills
 // the child and every descendant and exits. The child itself has
@@ -165,6 +167,20 @@ static void lathe_nothing(int sig) {
 	(void)sig;
 }
 
+// lathe_end is lathe's request to end the run at once, with everything in
+// it (sandbox.Kill): the init kills the child, and then, the child gone,
+// whatever is left. A SIGKILL from lathe would end the init first and leave
+// the descendants that left the tool's process group to the system.
+#define LATHE_END_SIGNAL 64 // SIGRTMAX: the kernel's last signal, as sandbox.Kill sends it
+static volatile sig_atomic_t lathe_ending;
+
+static void lathe_end(int sig) {
+	(void)sig;
+	lathe_ending = 1;
+	if (lathe_child > 0)
+		kill(lathe_child, SIGKILL);
+}
+
 // lathe_kill_children sends SIGKILL to every child of the init: the list
 // the kernel keeps in /proc/self/task/TID/children, or, on a kernel built
 // without it, a scan of /proc for processes whose parent is the init.
@@ -237,6 +253,7 @@ static void lathe_wait(pid_t child, int lathe_fd) {
 	sigemptyset(&blocked);
 	sigemptyset(&none);
 	sigaddset(&blocked, SIGCHLD);
+	sigaddset(&blocked, LATHE_END_SIGNAL);
 	for (size_t i = 0; i < nsigs; i++)
 		sigaddset(&blocked, sigs[i]);
 	sigprocmask(SIG_BLOCK, &blocked, NULL);
@@ -247,6 +264,8 @@ static void lathe_wait(pid_t child, int lathe_fd) {
 		sigaction(sigs[i], &sa, NULL);
 	sa.sa_handler = lathe_nothing;
 	sigaction(SIGCHLD, &sa, NULL);
+	sa.sa_handler = lathe_end;
+	sigaction(LATHE_END_SIGNAL, &sa, NULL);
 	struct pollfd pf = {lathe_fd, POLLIN, 0};
 	int st = 0;
 	for (int done = 0; !done;) {

@@ -340,3 +340,75 @@ func processes(want string) []int {
 	}
 	return pids
 }
+
+// TestForcedEndLeavesNothing ends a call by force, as lathe does at a
+// deadline: the command ignores SIGTERM, and has a descendant in its
+// group, one in a session of its own and one orphaned by a double fork.
+// When the call has returned, none of them may be left. "process" is a
+// process tool without a profile cancelled after its grace period; "dev"
+// a dev run ended by sandbox.Kill, as run_command ends one.
+func TestForcedEndLeavesNothing(t *testing.T) {
+	for i, mode := range []string{"process", "dev"} {
+		t.Run(mode, func(t *testing.T) {
+			marker := strconv.Itoa(800000 + os.Getpid()%10000*10 + i)
+			script := fmt.Sprintf("trap '' TERM; sleep %[1]s & setsid sleep %[1]s & (sleep %[1]s &); wait", marker)
+			find := func() []int { return processes("sleep\x00" + marker + "\x00") }
+			defer func() {
+				for _, pid := range find() {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			ws := t.TempDir()
+			switch mode {
+			case "process":
+				rt, err := process.New(process.Command{Argv: []string{"/bin/sh", "-c", script}, Dir: ws},
+					process.Options{GracePeriod: 200 * time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rt.Close()
+				go func() {
+					_, err := rt.Execute(ctx, &tool.Definition{Name: "t"}, &tool.Call{Name: "t", Arguments: json.RawMessage(`{}`)})
+					done <- err
+				}()
+			case "dev":
+				cfg := sandbox.Config{Profile: sandbox.Dev, Workspace: ws}
+				cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
+				cmd.Env = cfg.Env()
+				cmd.WaitDelay = 5 * time.Second
+				cleanup, err := cfg.Wrap(cmd)
+				defer cleanup()
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmd.Cancel = func() error { return sandbox.Kill(cmd) }
+				go func() { done <- cmd.Run() }()
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for len(find()) < 3 {
+				if time.Now().After(deadline) {
+					t.Fatalf("the command's three sleeps never all started (saw %v)", find())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second):
+				t.Fatal("the cancelled call did not return within 15 s")
+			}
+			// Whatever is still there a moment after the call returned
+			// was left behind.
+			deadline = time.Now().Add(time.Second)
+			for len(find()) > 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("processes %v outlived the call", find())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}

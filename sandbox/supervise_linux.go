@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -103,3 +104,28 @@ var lifeline = sync.OnceValues(func() (*os.File, error) {
 // lifelineWriter keeps the write end of the lifeline reachable, so that
 // the garbage collector never closes it.
 var lifelineWriter *os.File
+
+// endSignal is what Kill sends the init: SIGRTMAX, which the init does not
+// pass on but takes as the request to end the run (init_linux.c).
+const endSignal = syscall.Signal(64)
+
+// Kill ends a started command at once, with every process it started:
+// a command started through the init (by [Supervise] or [Config.Wrap])
+// is asked to kill its tool and then, as its subreaper, every descendant
+// left, including those that left the process group; any other command's
+// process group gets SIGKILL. A SIGKILL of the init itself would end it
+// before it could do that. Use Kill as the command's Cancel where the end
+// is to be immediate, and wherever a run must be stopped now.
+func Kill(cmd *exec.Cmd) error {
+	if cmd.Process == nil {
+		return nil
+	}
+	if supervised(cmd) {
+		return cmd.Process.Signal(endSignal)
+	}
+	err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
