@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lathe-tools/lathe/sandbox"
 )
@@ -76,4 +77,46 @@ func BenchmarkSandbox(b *testing.B) {
 			compare(b, 1, bare, run)
 		})
 	}
+}
+
+// BenchmarkSupervise starts /bin/true through sandbox.Supervise, as every
+// process tool without a profile and every MCP server starts, against a bare
+// os/exec of it in a session of its own. Besides the wall-time ratio it
+// reports the processor time the children used per run (child-cpu-ns/op for
+// the supervised runs, floor-child-cpu-ns/op for the bare ones), which a busy
+// machine's scheduling delays do not inflate: the supervisor adds a process
+// that must run once more when the tool exits.
+func BenchmarkSupervise(b *testing.B) {
+	var floorCPU, superCPU time.Duration
+	timed := func(super bool) func() {
+		return func() {
+			cmd := exec.Command("/bin/true")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			if super {
+				sandbox.Supervise(cmd)
+			}
+			before := childCPU()
+			if err := cmd.Run(); err != nil {
+				b.Fatalf("supervised %v: %v", super, err)
+			}
+			if super {
+				superCPU += childCPU() - before
+			} else {
+				floorCPU += childCPU() - before
+			}
+		}
+	}
+	compare(b, 1, timed(false), timed(true))
+	// compare runs each once to warm up and then in rounds of b.N/10+1.
+	n := float64((b.N/10+1)*10 + 1)
+	b.ReportMetric(float64(superCPU.Nanoseconds())/n, "child-cpu-ns/op")
+	b.ReportMetric(float64(floorCPU.Nanoseconds())/n, "floor-child-cpu-ns/op")
+}
+
+// childCPU returns the processor time, user and system, of this process's
+// waited-for children so far.
+func childCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -40,6 +40,7 @@ type SandboxLimits struct {
 	Processes   int           `toml:"processes"`
 	OutputBytes int           `toml:"output_bytes"`
 	CPUs        float64       `toml:"cpus"`
+	FileSize    int64         `toml:"file_size"`
 }
 
 // SandboxPermissions is the [sandbox.permissions] table.

@@ -22,16 +22,49 @@ import (
 )
 
 // TestMain lets the test binary serve as a program inside the sandbox:
-// argv[1] "connect" dials TCP to argv[2].
+// argv[1] "connect" dials argv[2] over TCP, or over the network argv[3]
+// names ("unix" for a Unix socket, "@name" an abstract one); "socket"
+// makes a socket of family argv[2], type argv[3] and protocol argv[4];
+// "socketpair" makes a Unix socket pair.
 func TestMain(m *testing.M) {
-	if len(os.Args) == 3 && os.Args[1] == "connect" {
-		c, err := net.DialTimeout("tcp", os.Args[2], 2*time.Second)
+	helperMain()
+	if len(os.Args) >= 3 && os.Args[1] == "connect" {
+		network := "tcp"
+		if len(os.Args) == 4 {
+			network = os.Args[3]
+		}
+		c, err := net.DialTimeout(network, os.Args[2], 2*time.Second)
 		if err != nil {
 			fmt.Println("refused:", err)
 			os.Exit(3)
 		}
 		c.Close()
 		fmt.Println("connected")
+		os.Exit(0)
+	}
+	if len(os.Args) == 5 && os.Args[1] == "socket" {
+		var n [3]int
+		for i := range n {
+			n[i], _ = strconv.Atoi(os.Args[2+i])
+		}
+		fd, err := syscall.Socket(n[0], n[1], n[2])
+		if err != nil {
+			fmt.Println("refused:", err)
+			os.Exit(3)
+		}
+		syscall.Close(fd)
+		fmt.Println("socket made")
+		os.Exit(0)
+	}
+	if len(os.Args) == 2 && os.Args[1] == "socketpair" {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		if err != nil {
+			fmt.Println("refused:", err)
+			os.Exit(3)
+		}
+		syscall.Close(fds[0])
+		syscall.Close(fds[1])
+		fmt.Println("socket made")
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -449,32 +482,46 @@ func pidsCgroup(t *testing.T) bool {
 func TestEscapeHidden(t *testing.T) {
 	requireStandard(t)
 	ws := t.TempDir()
-	state := filepath.Join(ws, ".lathe")
-	os.Mkdir(state, 0o700)
-	os.WriteFile(filepath.Join(state, "lathe.db"), []byte("TOPSECRET"), 0o600)
+	for _, d := range []string{".lathe", "private"} {
+		os.Mkdir(filepath.Join(ws, d), 0o700)
+		os.WriteFile(filepath.Join(ws, d, "lathe.db"), []byte("TOPSECRET"), 0o600)
+	}
 	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: ws}
-	// Unhidden, the state is readable from inside, so the denials below
-	// are Hide's doing.
-	if out, err := run(t, cfg, "cat .lathe/lathe.db"); err != nil || !strings.Contains(out, "TOPSECRET") {
+	// Unhidden, a directory is readable from inside, so the denials below
+	// are Hide's doing; lathe's own .lathe is hidden without being asked.
+	if out, err := run(t, cfg, "cat private/lathe.db"); err != nil || !strings.Contains(out, "TOPSECRET") {
 		t.Fatalf("without Hide: err=%v output:\n%s", err, out)
 	}
-	cfg.Hide = []string{".lathe", "fresh"}
+	cfg.Hide = []string{"private", "fresh"}
 	for _, script := range []string{
 		"cat .lathe/lathe.db", "echo x > .lathe/lathe.db", "echo x > .lathe/grant", "rm -rf .lathe",
-		"mv .lathe gone", "umount .lathe", "echo x > fresh/planted", "rmdir fresh && mkdir fresh && echo x > fresh/planted",
+		"mv .lathe gone", "umount .lathe", "cat private/lathe.db", "echo x > private/grant",
+		"echo x > fresh/planted", "rmdir fresh && mkdir fresh && echo x > fresh/planted",
 	} {
 		out, err := run(t, cfg, markStart(script))
 		if !ran(out) || err == nil || strings.Contains(out, "TOPSECRET") {
 			t.Errorf("%q: err=%v output:\n%s", script, err, out)
 		}
 	}
-	if b, _ := os.ReadFile(filepath.Join(state, "lathe.db")); string(b) != "TOPSECRET" {
-		t.Errorf("the state changed: %q", b)
+	for _, d := range []string{".lathe", "private"} {
+		if b, _ := os.ReadFile(filepath.Join(ws, d, "lathe.db")); string(b) != "TOPSECRET" {
+			t.Errorf("%s changed: %q", d, b)
+		}
 	}
-	for _, p := range []string{filepath.Join(state, "grant"), filepath.Join(ws, "fresh", "planted"), filepath.Join(ws, "gone")} {
+	for _, p := range []string{filepath.Join(ws, ".lathe", "grant"), filepath.Join(ws, "private", "grant"),
+		filepath.Join(ws, "fresh", "planted"), filepath.Join(ws, "gone")} {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("%s exists", p)
 		}
+	}
+	// The state directory removed and made again on the host (its inode
+	// number is often the same) is hidden again, not shown through a
+	// template whose mount over the old one is gone.
+	os.RemoveAll(filepath.Join(ws, ".lathe"))
+	os.Mkdir(filepath.Join(ws, ".lathe"), 0o700)
+	os.WriteFile(filepath.Join(ws, ".lathe", "lathe.db"), []byte("TOPSECRET"), 0o600)
+	if out, err := run(t, cfg, markStart("cat .lathe/lathe.db")); !ran(out) || err == nil || strings.Contains(out, "TOPSECRET") {
+		t.Errorf("the state directory made again is visible: err=%v output:\n%s", err, out)
 	}
 }
 
@@ -498,4 +545,227 @@ func listenLoopback(t *testing.T) net.Listener {
 		}
 	}()
 	return l
+}
+
+// TestEscapeFileSize writes a file past the run's file-size limit: the
+// write stops at the limit and fails, the writer gets SIGXFSZ, and lathe
+// (this test process) lives on and can still write large files itself.
+func TestEscapeFileSize(t *testing.T) {
+	requireStandard(t)
+	const limit = 1 << 20
+	for _, p := range []sandbox.Profile{sandbox.Dev, sandbox.Standard} {
+		t.Run(string(p), func(t *testing.T) {
+			ws := t.TempDir()
+			cfg := sandbox.Config{Profile: p, Workspace: ws, Limits: sandbox.Limits{FileSize: limit}}
+			// A dev run starts where its command says, not in the
+			// workspace.
+			cd := "cd " + ws + " && "
+			// Within the limit the same command works, so the failure
+			// below is the limit's doing.
+			if out, err := run(t, cfg, cd+"head -c 524288 /dev/zero > small"); err != nil {
+				t.Fatalf("a file under the limit: %v\n%s", err, out)
+			}
+			if fi, err := os.Stat(filepath.Join(ws, "small")); err != nil || fi.Size() != 524288 {
+				t.Fatalf("small: %v, %v", fi, err)
+			}
+			out, err := run(t, cfg, markStart(cd+"head -c 4194304 /dev/zero > big; echo status=$?"))
+			if !ran(out) || err != nil {
+				t.Fatalf("the script did not run to its end: %v\n%s", err, out)
+			}
+			if strings.Contains(out, "status=0") || !strings.Contains(out, "status=") {
+				t.Errorf("writing 4 MiB under a 1 MiB limit succeeded:\n%s", out)
+			}
+			fi, err := os.Stat(filepath.Join(ws, "big"))
+			if err != nil || fi.Size() > limit {
+				t.Errorf("big: %v, %v (limit %d)", fi, err, limit)
+			}
+			// The limit is the run's, not lathe's.
+			f := filepath.Join(t.TempDir(), "lathe-big")
+			if err := os.WriteFile(f, make([]byte, 2*limit), 0o600); err != nil {
+				t.Errorf("lathe itself cannot write past the run's limit: %v", err)
+			}
+		})
+	}
+}
+
+// TestEscapeSockets tries, with the network off, the sockets that reach past
+// a network namespace: vsock (the hypervisor and the host, whatever the
+// namespace), packet and other kernel families, a Unix socket that a host
+// process bound in the workspace, and an abstract Unix socket of the host.
+// Each family is tried on the host first: one the host cannot make either
+// proves nothing and is skipped, saying so.
+func TestEscapeSockets(t *testing.T) {
+	requireStandard(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: ws,
+		Perms:  sandbox.Permissions{Read: []string{filepath.Dir(exe)}},
+		Limits: sandbox.Limits{Memory: -1}}
+	const afVsock, afAlg = 40, 38
+	for _, c := range []struct {
+		name               string
+		family, typ, proto int
+	}{
+		{"vsock", afVsock, syscall.SOCK_STREAM, 0},
+		{"packet", syscall.AF_PACKET, syscall.SOCK_RAW, 0},
+		{"alg", afAlg, syscall.SOCK_SEQPACKET, 0},
+		{"unix", syscall.AF_UNIX, syscall.SOCK_STREAM, 0},
+		{"unix datagram", syscall.AF_UNIX, syscall.SOCK_DGRAM, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if fd, err := syscall.Socket(c.family, c.typ, c.proto); err != nil {
+				t.Skipf("the host cannot make this socket either: %v", err)
+			} else {
+				syscall.Close(fd)
+			}
+			args := []string{exe, "socket", strconv.Itoa(c.family), strconv.Itoa(c.typ), strconv.Itoa(c.proto)}
+			out, err := runArgv(t, cfg, args...)
+			if err == nil || !strings.Contains(out, "refused:") {
+				t.Errorf("a %s socket was made with the network off: err=%v output:\n%s", c.name, err, out)
+			}
+		})
+	}
+	// What ordinary programs need still works: a Unix socket pair (pipes
+	// between processes), and IP and netlink sockets, which reach nothing
+	// in a network namespace with no interface up.
+	for _, argv := range [][]string{
+		{exe, "socketpair"},
+		{exe, "socket", strconv.Itoa(syscall.AF_INET), strconv.Itoa(syscall.SOCK_DGRAM), "0"},
+		{exe, "socket", strconv.Itoa(syscall.AF_INET6), strconv.Itoa(syscall.SOCK_STREAM), "0"},
+		{exe, "socket", strconv.Itoa(syscall.AF_NETLINK), strconv.Itoa(syscall.SOCK_RAW), "0"},
+	} {
+		if out, err := runArgv(t, cfg, argv...); err != nil || !strings.Contains(out, "socket made") {
+			t.Errorf("%q failed in the sandbox: %v\n%s", argv[1:], err, out)
+		}
+	}
+
+	t.Run("host listener in the workspace", func(t *testing.T) {
+		path := filepath.Join(ws, "host.sock")
+		accepted := listenUnix(t, path)
+		out, err := runArgv(t, cfg, exe, "connect", path, "unix")
+		if err == nil || !strings.Contains(out, "refused:") {
+			t.Errorf("the host's Unix socket was reached: err=%v output:\n%s", err, out)
+		}
+		select {
+		case <-accepted:
+			t.Error("the host's listener accepted a connection from the sandbox")
+		case <-time.After(200 * time.Millisecond):
+		}
+		// With the network allowed the same command reaches it, so the
+		// refusal above is the sandbox's doing.
+		on := cfg
+		on.Perms.Network = true
+		if out, err := runArgv(t, on, exe, "connect", path, "unix"); err != nil || !strings.Contains(out, "connected") {
+			t.Errorf("with the network allowed: err=%v output:\n%s", err, out)
+		}
+		select {
+		case <-accepted:
+		case <-time.After(5 * time.Second):
+			t.Error("the listener never saw the connection made with the network allowed")
+		}
+	})
+	t.Run("host abstract socket", func(t *testing.T) {
+		name := fmt.Sprintf("@lathe-test-%d", os.Getpid())
+		accepted := listenUnix(t, name)
+		out, err := runArgv(t, cfg, exe, "connect", name, "unix")
+		if err == nil || !strings.Contains(out, "refused:") {
+			t.Errorf("the host's abstract socket was reached: err=%v output:\n%s", err, out)
+		}
+		select {
+		case <-accepted:
+			t.Error("the host's abstract listener accepted a connection from the sandbox")
+		case <-time.After(200 * time.Millisecond):
+		}
+	})
+}
+
+// listenUnix listens on the Unix socket path (or abstract name, "@…") until
+// the test ends, and signals each connection it accepts.
+func listenUnix(t *testing.T, path string) <-chan struct{} {
+	t.Helper()
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	accepted := make(chan struct{}, 16)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	return accepted
+}
+
+// TestEscapeConfig tries to change the workspace's lathe.toml, which the
+// next lathe started there would load (local tools, profiles, allow rules),
+// and to plant configuration in .lathe/. Each script does it under dev
+// first, which does not protect them, so that a denial under standard is
+// the sandbox's doing.
+func TestEscapeConfig(t *testing.T) {
+	requireStandard(t)
+	ws := t.TempDir()
+	cfgFile := filepath.Join(ws, "lathe.toml")
+	const original = "# the user's configuration\n"
+	reset := func() {
+		os.RemoveAll(filepath.Join(ws, ".lathe"))
+		for _, p := range []string{cfgFile, filepath.Join(ws, "moved")} {
+			os.Remove(p)
+		}
+		if err := os.WriteFile(cfgFile, []byte(original), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, "evil.toml"), []byte("[tools.x]\ncommand = \"x\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	intact := func() bool {
+		b, err := os.ReadFile(cfgFile)
+		fi, lerr := os.Lstat(cfgFile)
+		_, planted := os.Stat(filepath.Join(ws, ".lathe", "planted"))
+		return err == nil && lerr == nil && fi.Mode().IsRegular() && string(b) == original && planted != nil
+	}
+	for _, script := range []string{
+		"echo '[tools.x]' >> lathe.toml",
+		"echo '[tools.x]' > lathe.toml",
+		": > lathe.toml",
+		"rm -f lathe.toml",
+		"mv lathe.toml moved",
+		"mv evil.toml lathe.toml",
+		"ln -sf evil.toml lathe.toml",
+		"mkdir -p .lathe && echo x > .lathe/planted",
+	} {
+		t.Run(script, func(t *testing.T) {
+			reset()
+			dev := sandbox.Config{Profile: sandbox.Dev, Workspace: ws}
+			if out, err := run(t, dev, "cd "+ws+" && "+script); err != nil || intact() {
+				t.Fatalf("under dev the script did not change the configuration, so the test proves nothing: %v\n%s", err, out)
+			}
+			reset()
+			std := sandbox.Config{Profile: sandbox.Standard, Workspace: ws}
+			out, err := run(t, std, markStart(script))
+			if !ran(out) {
+				t.Fatalf("the script never ran: %v\n%s", err, out)
+			}
+			if !intact() {
+				b, _ := os.ReadFile(cfgFile)
+				t.Errorf("the configuration changed under standard: lathe.toml now %q; output:\n%s", b, out)
+			}
+		})
+	}
+	t.Run("readable", func(t *testing.T) {
+		reset()
+		out, err := run(t, sandbox.Config{Profile: sandbox.Standard, Workspace: ws}, "cat lathe.toml")
+		if err != nil || out != original {
+			t.Errorf("lathe.toml is not readable in the sandbox: %v\n%s", err, out)
+		}
+	})
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -185,12 +184,9 @@ func hardened(c Config, cmd *exec.Cmd) (func(), error) {
 	cmd.Args = append(append([]string{"runsc"}, global...), "run", "--bundle", bundle, id)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.Dir = bundle
-	attr := cmd.SysProcAttr
-	if attr == nil {
-		attr = &syscall.SysProcAttr{}
-	}
-	attr.Pdeathsig = syscall.SIGKILL
-	cmd.SysProcAttr = attr
+	// runsc, and the sandbox it keeps attached, go when lathe does; in a
+	// session of their own, without lathe's terminal.
+	Supervise(cmd)
 	if cmd.Cancel != nil {
 		// runsc run would pass a signal on to the tool only; the
 		// sandbox itself goes, then runsc.
@@ -248,6 +244,9 @@ func hardenedSpec(c Config, ws, dir string, hide, args, env []string) ociSpec {
 	if l.Processes > 0 {
 		limit("RLIMIT_NPROC", uint64(l.Processes))
 	}
+	if l.FileSize > 0 {
+		limit("RLIMIT_FSIZE", uint64(l.FileSize))
+	}
 
 	type bind struct {
 		src, dst string
@@ -268,6 +267,10 @@ func hardenedSpec(c Config, ws, dir string, hide, args, env []string) ociSpec {
 		binds = append(binds, bind{p, p, true})
 	}
 	binds = append(binds, bind{ws, ws, true})
+	// The workspace's configuration, read-only over the workspace.
+	for _, p := range readOnly(ws) {
+		binds = append(binds, bind{p, p, false})
+	}
 	// Parents before children, so that a path inside another one is
 	// mounted on top of it; at equal depth a later (more permissive)
 	// entry wins.

@@ -106,24 +106,56 @@ func TestHardenedFiles(t *testing.T) {
 func TestHardenedHidden(t *testing.T) {
 	requireHardened(t)
 	ws := t.TempDir()
-	state := filepath.Join(ws, ".lathe")
-	os.Mkdir(state, 0o700)
-	os.WriteFile(filepath.Join(state, "lathe.db"), []byte("TOPSECRET"), 0o600)
+	for _, d := range []string{".lathe", "private"} {
+		os.Mkdir(filepath.Join(ws, d), 0o700)
+		os.WriteFile(filepath.Join(ws, d, "lathe.db"), []byte("TOPSECRET"), 0o600)
+	}
 	cfg := hardenedConfig(ws)
-	// Unhidden, the state is readable from inside, so the denials below
-	// are Hide's doing.
-	if out, err := run(t, cfg, "cat .lathe/lathe.db"); err != nil || !strings.Contains(out, "TOPSECRET") {
+	// Unhidden, a directory is readable from inside, so the denials below
+	// are Hide's doing; lathe's own .lathe is hidden without being asked.
+	if out, err := run(t, cfg, "cat private/lathe.db"); err != nil || !strings.Contains(out, "TOPSECRET") {
 		t.Fatalf("without Hide: err=%v output:\n%s", err, out)
 	}
-	cfg.Hide = []string{".lathe"}
-	for _, script := range []string{"cat .lathe/lathe.db", "echo x > .lathe/grant", "rm -rf .lathe"} {
+	cfg.Hide = []string{"private"}
+	for _, script := range []string{"cat .lathe/lathe.db", "echo x > .lathe/grant", "rm -rf .lathe", "cat private/lathe.db"} {
 		out, err := run(t, cfg, markStart(script))
 		if !ran(out) || err == nil || strings.Contains(out, "TOPSECRET") {
 			t.Errorf("%q: err=%v output:\n%s", script, err, out)
 		}
 	}
-	if b, _ := os.ReadFile(filepath.Join(state, "lathe.db")); string(b) != "TOPSECRET" {
-		t.Errorf("the state changed: %q", b)
+	for _, d := range []string{".lathe", "private"} {
+		if b, _ := os.ReadFile(filepath.Join(ws, d, "lathe.db")); string(b) != "TOPSECRET" {
+			t.Errorf("%s changed: %q", d, b)
+		}
+	}
+}
+
+// TestHardenedConfig tries to change the workspace's lathe.toml under
+// hardened; the same scripts change it under dev (TestEscapeConfig).
+func TestHardenedConfig(t *testing.T) {
+	requireHardened(t)
+	ws := t.TempDir()
+	cfgFile := filepath.Join(ws, "lathe.toml")
+	const original = "# the user's configuration\n"
+	for _, script := range []string{
+		"echo '[tools.x]' >> lathe.toml", ": > lathe.toml", "rm -f lathe.toml",
+		"mv lathe.toml moved", "echo x > evil && mv evil lathe.toml",
+	} {
+		os.Remove(filepath.Join(ws, "moved"))
+		os.Remove(cfgFile)
+		if err := os.WriteFile(cfgFile, []byte(original), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := run(t, hardenedConfig(ws), markStart(script))
+		if !ran(out) {
+			t.Fatalf("%q never ran: %v\n%s", script, err, out)
+		}
+		if b, err := os.ReadFile(cfgFile); err != nil || string(b) != original {
+			t.Errorf("%q changed lathe.toml: %q, %v; output:\n%s", script, b, err, out)
+		}
+	}
+	if out, err := run(t, hardenedConfig(ws), "cat lathe.toml"); err != nil || out != original {
+		t.Errorf("lathe.toml is not readable: %v\n%s", err, out)
 	}
 }
 

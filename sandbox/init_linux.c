@@ -17,11 +17,16 @@
 //
 // Keys, in the order they are carried out:
 //
+//	lathe FD       FD is the read end of a pipe whose write end only lathe
+//	               holds: it reads as closed once lathe has exited, however
+//	               it ended, SIGKILL included
+//	fork 1         become a child subreaper, fork the tool's process, and
+//	               supervise it (below); the steps after this one are the
+//	               tool's
 //	cgroup FILE    write 0 to FILE (a cgroup.procs file): join the cgroup
 //	setns FD       join the namespace open as FD (the user namespace first)
-//	unshare FLAGS  unshare(2) with FLAGS; with CLONE_NEWPID the init forks,
-//	               waits for the child (PID 1 of the new namespace) and
-//	               exits as it does
+//	unshare FLAGS  unshare(2) with FLAGS; with CLONE_NEWPID the init forks
+//	               and supervises the child, PID 1 of the new namespace
 //	keep PATH      take a copy of the mounts at PATH (open_tree)
 //	tmpfs PATH     mount a fresh tmpfs on PATH
 //	rebind PATH    put the next kept copy back at PATH, which the tmpfs
@@ -40,6 +45,20 @@
 //	rlimit "RES VALUE"
 //	               setrlimit, soft and hard
 //	path FILE      the program to execute
+//
+// Before any step the init makes sure it is a session leader (lathe starts
+// it with setsid, so it has no controlling terminal and cannot open
+// /dev/tty), and puts /dev/null in place of any standard descriptor that
+// is a terminal: a tool never reaches the terminal lathe runs in.
+//
+// Supervising, the init passes TERM, INT, HUP, QUIT, USR1 and USR2 on to its
+// child, takes SIGRTMAX as lathe's request to kill the child at once (and
+// then the rest, as below), reaps whatever is reparented to it, and when
+// the child ends, kills
+// what is left of the child's descendants and exits as the child did (the
+// same status, or the same signal). When lathe's pipe closes first, it kills
+// the child and every descendant and exits. The child itself has
+// PR_SET_PDEATHSIG = SIGKILL, so it goes if the init is killed.
 
 // The same constructor builds a template (template_linux.go) when argv[0] is
 // "lathe-sandbox-template": it is started by lathe in new user, mount, PID
@@ -62,6 +81,7 @@
 //	                make the new root read-only
 
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -85,6 +105,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 
 #ifndef __NR_open_tree
 #define __NR_open_tree 428
@@ -142,24 +163,134 @@ static void lathe_forward(int sig) {
 		kill(lathe_child, sig);
 }
 
-// lathe_wait is the init's part once it has forked PID 1 of the new PID
-// namespace: pass signals on, wait, and end as the child ended.
-static void lathe_wait(pid_t child) {
+static void lathe_nothing(int sig) {
+	(void)sig;
+}
+
+// lathe_end is lathe's request to end the run at once, with everything in
+// it (sandbox.Kill): the init kills the child, and then, the child gone,
+// whatever is left. A SIGKILL from lathe would end the init first and leave
+// the descendants that left the tool's process group to the system.
+#define LATHE_END_SIGNAL 64 // SIGRTMAX: the kernel's last signal, as sandbox.Kill sends it
+static volatile sig_atomic_t lathe_ending;
+
+static void lathe_end(int sig) {
+	(void)sig;
+	lathe_ending = 1;
+	if (lathe_child > 0)
+		kill(lathe_child, SIGKILL);
+}
+
+// lathe_kill_children sends SIGKILL to every child of the init: the list
+// the kernel keeps in /proc/self/task/TID/children, or, on a kernel built
+// without it, a scan of /proc for processes whose parent is the init.
+static void lathe_kill_children(void) {
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/task/%ld/children", (long)syscall(SYS_gettid));
+	FILE *f = fopen(path, "re");
+	if (f) {
+		long pid;
+		while (fscanf(f, "%ld", &pid) == 1)
+			kill((pid_t)pid, SIGKILL);
+		fclose(f);
+		return;
+	}
+	DIR *d = opendir("/proc");
+	if (!d)
+		return;
+	pid_t self = getpid();
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char stat[64], buf[512];
+		snprintf(stat, sizeof stat, "/proc/%s/stat", e->d_name);
+		int fd = open(stat, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		// The command name, in parentheses, may hold anything: the
+		// parent's pid is the second field after the last ')'.
+		char *p = strrchr(buf, ')');
+		long ppid;
+		if (p && sscanf(p + 1, " %*c %ld", &ppid) == 1 && ppid == self)
+			kill((pid_t)atol(e->d_name), SIGKILL);
+	}
+	closedir(d);
+}
+
+// lathe_kill_rest kills and reaps every process left below the init. A
+// process killed hands its own children to the init, a subreaper, so the
+// round repeats until no child is left.
+static void lathe_kill_rest(void) {
+	for (;;) {
+		pid_t p;
+		while ((p = waitpid(-1, NULL, WNOHANG)) > 0)
+			;
+		if (p < 0 && errno != EINTR)
+			return; // ECHILD: nothing is left
+		lathe_kill_children();
+		p = waitpid(-1, NULL, 0);
+		if (p < 0 && errno == ECHILD)
+			return;
+	}
+}
+
+// lathe_wait is the init's part once it has forked the tool's process (or
+// PID 1 of the new PID namespace): pass signals on, reap, watch lathe's
+// pipe, and end as the child ended, leaving nothing behind.
+static void lathe_wait(pid_t child, int lathe_fd) {
 	lathe_child = child;
+	int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	size_t nsigs = sizeof sigs / sizeof sigs[0];
+	// Signals arrive only inside ppoll, so that none is lost between a
+	// look at the child and the wait.
+	sigset_t blocked, none;
+	sigemptyset(&blocked);
+	sigemptyset(&none);
+	sigaddset(&blocked, SIGCHLD);
+	sigaddset(&blocked, LATHE_END_SIGNAL);
+	for (size_t i = 0; i < nsigs; i++)
+		sigaddset(&blocked, sigs[i]);
+	sigprocmask(SIG_BLOCK, &blocked, NULL);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = lathe_forward;
-	int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+	for (size_t i = 0; i < nsigs; i++)
 		sigaction(sigs[i], &sa, NULL);
-	int st;
-	for (;;) {
-		pid_t p = waitpid(child, &st, 0);
-		if (p == child)
+	sa.sa_handler = lathe_nothing;
+	sigaction(SIGCHLD, &sa, NULL);
+	sa.sa_handler = lathe_end;
+	sigaction(LATHE_END_SIGNAL, &sa, NULL);
+	struct pollfd pf = {lathe_fd, POLLIN, 0};
+	int st = 0;
+	for (int done = 0; !done;) {
+		pid_t p;
+		int s;
+		while ((p = waitpid(-1, &s, WNOHANG)) > 0) {
+			if (p == child) {
+				st = s;
+				done = 1;
+			}
+		}
+		if (done)
 			break;
-		if (p < 0 && errno != EINTR)
+		if (p < 0 && errno == ECHILD)
 			lathe_die("waiting for the tool", NULL);
+		int n = ppoll(lathe_fd >= 0 ? &pf : NULL, lathe_fd >= 0 ? 1 : 0, NULL, &none);
+		if (n > 0) {
+			// lathe is gone: so is everything it started.
+			kill(child, SIGKILL);
+			lathe_kill_rest();
+			_exit(128 + SIGKILL);
+		}
 	}
+	lathe_child = 0;
+	lathe_kill_rest();
 	if (WIFEXITED(st))
 		_exit(WEXITSTATUS(st));
 	int sig = WTERMSIG(st);
@@ -170,6 +301,24 @@ static void lathe_wait(pid_t child) {
 	sigprocmask(SIG_UNBLOCK, &set, NULL);
 	kill(getpid(), sig);
 	_exit(128 + sig);
+}
+
+// lathe_notty makes the init a session leader without a controlling
+// terminal, and puts /dev/null in place of each standard descriptor that is
+// a terminal, so that neither the tool nor anything it starts can read the
+// terminal, write escape sequences to it or push input into it (TIOCSTI).
+static void lathe_notty(void) {
+	if (getsid(0) != getpid() && setsid() < 0)
+		lathe_die("setsid", NULL);
+	for (int fd = 0; fd < 3; fd++) {
+		struct termios t;
+		if (tcgetattr(fd, &t) < 0)
+			continue;
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (null < 0 || dup2(null, fd) < 0)
+			lathe_die("replacing a terminal with", "/dev/null");
+		close(null);
+	}
 }
 
 static void lathe_dropcaps(void) {
@@ -400,16 +549,19 @@ struct lathe_run {
 	int pidns;
 	int kept[16], nkept, nrebound;
 	int alive; // read end of the pipe that tells the child its parent lives
+	int lathe; // read end of lathe's pipe, or -1
+	int newpid; // the child being forked is PID 1 of a new PID namespace
 };
 
 static void lathe_steps(struct lathe_run *r);
 
-// lathe_pid1 is PID 1 of the new PID namespace, started by clone with the
-// init's memory (CLONE_VM | CLONE_VFORK: no page tables to copy, the init
-// waiting until this execs). It learns of the init's death from its
-// parent-death signal, and of a death before that signal was set from the
-// pipe closing; then it goes on with the steps.
-static int lathe_pid1(void *arg) {
+// lathe_child_main is the tool's process (PID 1 of the new PID namespace
+// under the standard profile), started by clone with the init's memory
+// (CLONE_VM | CLONE_VFORK: no page tables to copy, the init waiting until
+// this execs). It learns of the init's death from its parent-death signal,
+// and of a death before that signal was set from the pipe closing; then it
+// goes on with the steps.
+static int lathe_child_main(void *arg) {
 	struct lathe_run *r = arg;
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		lathe_die("parent-death signal", NULL);
@@ -417,12 +569,39 @@ static int lathe_pid1(void *arg) {
 	if (poll(&pf, 1, 0) != 0)
 		_exit(126);
 	close(r->alive);
-	r->pidns = 1;
+	if (r->newpid)
+		r->pidns = 1;
 	lathe_steps(r);
 	return 126;
 }
 
-static char lathe_pid1_stack[256 * 1024] __attribute__((aligned(16)));
+static char lathe_child_stack[256 * 1024] __attribute__((aligned(16)));
+
+// lathe_fork starts the tool's process, which goes on with the steps after
+// step i, and supervises it; it does not return.
+static void lathe_fork(struct lathe_run *r, int i) {
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		lathe_die("pipe", NULL);
+	r->alive = p[0];
+	r->next = i + 2;
+	pid_t c = clone(lathe_child_main, lathe_child_stack + sizeof lathe_child_stack,
+	                CLONE_VM | CLONE_VFORK | SIGCHLD, r);
+	if (c < 0)
+		lathe_die("clone", NULL);
+	close(p[0]);
+	// The tool's standard input and output are its own: the init lets go
+	// of its copies, so that the tool closing its output is an end of file
+	// for lathe, and the tool closing its input a broken pipe. Standard
+	// error stays, for the init's own messages.
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		close(null);
+	}
+	lathe_wait(c, r->lathe);
+}
 
 __attribute__((constructor)) static void lathe_sandbox_init(int argc, char **argv, char **envp) {
 	if (argc >= 1 && strcmp(argv[0], "lathe-sandbox-template") == 0)
@@ -435,6 +614,8 @@ __attribute__((constructor)) static void lathe_sandbox_init(int argc, char **arg
 	r.envp = envp;
 	r.next = 1;
 	r.ruleset = -1;
+	r.lathe = -1;
+	lathe_notty();
 	lathe_steps(&r);
 }
 
@@ -452,7 +633,18 @@ static void lathe_steps(struct lathe_run *r) {
 		if (i + 1 >= argc)
 			lathe_bad(k, NULL);
 		const char *v = argv[i + 1];
-		if (strcmp(k, "cgroup") == 0) {
+		if (strcmp(k, "lathe") == 0) {
+			r->lathe = (int)lathe_num(k, v);
+			if (fcntl(r->lathe, F_SETFD, FD_CLOEXEC) < 0)
+				lathe_die("lathe's pipe", v);
+		} else if (strcmp(k, "fork") == 0) {
+			// Descendants that lose their parent come to the init, which
+			// can then reap them and, at the end, kill them.
+			if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+				lathe_die("subreaper", NULL);
+			r->newpid = 0;
+			lathe_fork(r, i);
+		} else if (strcmp(k, "cgroup") == 0) {
 			int fd = open(v, O_WRONLY | O_CLOEXEC);
 			if (fd < 0 || write(fd, "0", 1) != 1)
 				lathe_die("joining cgroup", v);
@@ -467,17 +659,8 @@ static void lathe_steps(struct lathe_run *r) {
 			if (unshare(flags) < 0)
 				lathe_die("unshare", v);
 			if (flags & CLONE_NEWPID) {
-				int p[2];
-				if (pipe2(p, O_CLOEXEC) < 0)
-					lathe_die("pipe", NULL);
-				r->alive = p[0];
-				r->next = i + 2;
-				pid_t c = clone(lathe_pid1, lathe_pid1_stack + sizeof lathe_pid1_stack,
-				                CLONE_VM | CLONE_VFORK | SIGCHLD, r);
-				if (c < 0)
-					lathe_die("clone", NULL);
-				close(p[0]);
-				lathe_wait(c);
+				r->newpid = 1;
+				lathe_fork(r, i);
 			}
 		} else if (strcmp(k, "keep") == 0) {
 			if (r->nkept == (int)(sizeof r->kept / sizeof r->kept[0]))

@@ -93,6 +93,10 @@ type Limits struct {
 	// and a half), with the cpu cgroup controller where lathe can create
 	// cgroups. Zero or less means no cap: a run may use every CPU.
 	CPUs float64 `toml:"cpus"`
+	// FileSize caps the size of each file a process of the run writes, in
+	// bytes (RLIMIT_FSIZE): a write past it fails, and the process gets
+	// SIGXFSZ, so that a run cannot fill the disk with one file.
+	FileSize int64 `toml:"file_size"`
 }
 
 // DefaultLimits are the limits of a zero [Limits].
@@ -102,6 +106,7 @@ var DefaultLimits = Limits{
 	CPU:       time.Minute,
 	Processes: 256,
 	Output:    1 << 20,
+	FileSize:  1 << 30,
 }
 
 // WithDefaults returns l with its zero fields set from [DefaultLimits].
@@ -121,6 +126,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.Output == 0 {
 		l.Output = d.Output
+	}
+	if l.FileSize == 0 {
+		l.FileSize = d.FileSize
 	}
 	return l
 }
@@ -163,12 +171,28 @@ type Config struct {
 	Limits    Limits
 	Perms     Permissions
 	// Hide lists directories inside the workspace that the process must
-	// neither see nor change, such as lathe's own state directory (the
-	// audit log and the grants). Under [Standard] each is covered by an
-	// empty read-only file system; one that does not exist is created
-	// first, so that the process cannot plant it either.
+	// neither see nor change. Under [Standard] and [Hardened] each is
+	// covered by an empty read-only file system; one that does not exist
+	// is created first, so that the process cannot plant it either.
+	// lathe's own state directory, .lathe, is always hidden, and the
+	// workspace's lathe.toml, where it exists, is always read-only.
 	Hide []string
 }
+
+// workspaceConfig names the files of a workspace that lathe loads its
+// configuration from, relative to the workspace: what can start programs or
+// widen permissions for the next lathe started there. Under [Standard] and
+// [Hardened] each that exists is bound read-only over itself, so that a run
+// can read it but neither change, replace, move nor remove it. The name is
+// config.WorkspaceFile; package config is not imported here, so that the
+// sandbox does not pull in the TOML decoder.
+var workspaceConfig = []string{"lathe.toml"}
+
+// workspaceState names the directories of a workspace that hold lathe's own
+// state (the audit log, grants, trust records) and configuration, relative
+// to the workspace: tools.StateDir. Under [Standard] and [Hardened] each is
+// hidden ([Config].Hide) from every run, created first if missing.
+var workspaceState = []string{".lathe"}
 
 // Env returns the environment of a sandboxed process: lathe's one rule for
 // children (PATH, LANG, TERM and the names of [Permissions].Env, from

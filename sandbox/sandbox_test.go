@@ -54,3 +54,30 @@ func TestStandardNeedsWorkspace(t *testing.T) {
 		t.Errorf("a missing workspace is a configuration error, not an unavailable profile: %v", err)
 	}
 }
+
+// TestWrapAfterSupervise wraps a command that a runtime already
+// supervised, as an MCP server with a profile is: Wrap builds its own steps
+// from the real command, not a second init around the first.
+func TestWrapAfterSupervise(t *testing.T) {
+	if !haveInit {
+		t.Skip("no init without cgo")
+	}
+	cmd := exec.Command("/bin/echo", "hello")
+	Supervise(cmd)
+	if !supervised(cmd) {
+		t.Fatalf("Supervise left the command alone: %q", cmd.Args)
+	}
+	cleanup, err := Config{Profile: Dev, Workspace: t.TempDir()}.Wrap(cmd)
+	defer cleanup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := slices.Index(cmd.Args, "--"); n < 0 || !slices.Equal(cmd.Args[n+1:], []string{"/bin/echo", "hello"}) ||
+		slices.Contains(cmd.Args[n+1:], initArg0) || len(cmd.ExtraFiles) != 1 {
+		t.Fatalf("wrapped twice: args %q, %d extra files", cmd.Args, len(cmd.ExtraFiles))
+	}
+	out, err := cmd.Output()
+	if err != nil || string(out) != "hello\n" {
+		t.Fatalf("%q, %v", out, err)
+	}
+}

@@ -15,6 +15,16 @@ import (
 const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER |
 	unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME
 
+// socketFamilies are the address families a sandboxed process may make
+// sockets of: IP, which reaches nothing but what the network namespace
+// holds, and netlink, which programs and C libraries use to list the
+// (empty) namespace's interfaces. Every other family fails with
+// EAFNOSUPPORT, as if the kernel lacked it: vsock reaches the hypervisor
+// and the host whatever the namespace, and packet, alg, bluetooth, can,
+// tipc, xdp and the rest are kernel surface no tool needs. Unix sockets
+// are allowed only with the network on (see seccompProgram).
+var socketFamilies = []uint32{unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
+
 // seccompProgram is the deny-list: system calls a tool has no business
 // making, most of them ways to reach the kernel's less-guarded surface or
 // to undo the rest of the sandbox, fail with EPERM, and so does a clone
@@ -23,7 +33,15 @@ const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.
 // by using clone. Everything else is allowed; a deny-list keeps ordinary
 // programs working, at the price of letting through what it does not name
 // (docs/security.md).
-func seccompProgram() []unix.SockFilter {
+//
+// socket is the exception, an allow-list of address families
+// (socketFamilies). With the network off a Unix socket fails too, with
+// EPERM: connecting one reaches any listener whose file is in a bound
+// path (a host process's socket in the workspace), and Landlock cannot
+// yet tell which, nor can the filter, which never sees the path.
+// socketpair, which makes a connected pair and reaches no one, stays
+// allowed for Unix sockets only.
+func seccompProgram(network bool) []unix.SockFilter {
 	const (
 		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
@@ -55,6 +73,32 @@ func seccompProgram() []unix.SockFilter {
 		unix.SockFilter{Code: ld, K: offArg0},
 		unix.SockFilter{Code: jset, Jt: 0, Jf: 1, K: nsFlags},
 		unix.SockFilter{Code: ret, K: deny},
+		unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW},
+	)
+	noFamily := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EAFNOSUPPORT))
+	unixSocket := deny
+	if network {
+		unixSocket = unix.SECCOMP_RET_ALLOW
+	}
+	// socket(family, …): the allowed families jump to the allow at the
+	// end of the block, a Unix socket to its own answer, the rest fail.
+	fams := len(socketFamilies)
+	prog = append(prog,
+		unix.SockFilter{Code: jeq, Jt: 0, Jf: uint8(fams + 5), K: unix.SYS_SOCKET},
+		unix.SockFilter{Code: ld, K: offArg0})
+	for i, f := range socketFamilies {
+		prog = append(prog, unix.SockFilter{Code: jeq, Jt: uint8(fams - i + 1), K: f})
+	}
+	prog = append(prog,
+		unix.SockFilter{Code: jeq, Jt: 2, K: unix.AF_UNIX},
+		unix.SockFilter{Code: ret, K: noFamily},
+		unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW},
+		unix.SockFilter{Code: ret, K: unixSocket},
+		// socketpair(family, …): Unix only.
+		unix.SockFilter{Code: jeq, Jt: 0, Jf: 4, K: unix.SYS_SOCKETPAIR},
+		unix.SockFilter{Code: ld, K: offArg0},
+		unix.SockFilter{Code: jeq, Jt: 1, K: unix.AF_UNIX},
+		unix.SockFilter{Code: ret, K: noFamily},
 		unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW},
 	)
 	// The denied calls are found by a binary search over their numbers:
@@ -126,8 +170,21 @@ const (
 )
 
 // seccompArg is the program as the init takes it, in hex.
-var seccompArg = sync.OnceValue(func() string {
-	prog := seccompProgram()
+func seccompArg(network bool) string {
+	if network {
+		return seccompArgs[1]()
+	}
+	return seccompArgs[0]()
+}
+
+// seccompArgs hold the two programs, with the network off and on, each
+// encoded once.
+var seccompArgs = [2]func() string{
+	sync.OnceValue(func() string { return encodeProgram(seccompProgram(false)) }),
+	sync.OnceValue(func() string { return encodeProgram(seccompProgram(true)) }),
+}
+
+func encodeProgram(prog []unix.SockFilter) string {
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&prog[0])), len(prog)*int(unsafe.Sizeof(prog[0])))
 	return hex.EncodeToString(b)
-})
+}

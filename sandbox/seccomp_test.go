@@ -55,8 +55,9 @@ func runFilter(t *testing.T, prog []unix.SockFilter, arch uint32, nr int32, arg0
 // checks that it denies exactly the deny-list, clone with namespace flags
 // and clone3, and refuses a foreign architecture outright.
 func TestSeccompProgram(t *testing.T) {
-	prog := seccompProgram()
+	prog := seccompProgram(false)
 	deny := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	noFamily := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EAFNOSUPPORT))
 	for nr := int32(0); nr < 1024; nr++ {
 		got := runFilter(t, prog, auditArch, nr, 0)
 		want := uint32(unix.SECCOMP_RET_ALLOW)
@@ -65,6 +66,9 @@ func TestSeccompProgram(t *testing.T) {
 			want = deny
 		case nr == unix.SYS_CLONE3:
 			want = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+		case nr == unix.SYS_SOCKET || nr == unix.SYS_SOCKETPAIR:
+			// Argument 0 is AF_UNSPEC, a family no socket has.
+			want = noFamily
 		}
 		if got != want {
 			t.Errorf("system call %d: action %#x, want %#x", nr, got, want)
@@ -90,6 +94,49 @@ func TestSeccompProgram(t *testing.T) {
 	} {
 		if got := runFilter(t, prog, auditArch, unix.SYS_CLONE, c.flags); got != c.want {
 			t.Errorf("clone(%#x): action %#x, want %#x", c.flags, got, c.want)
+		}
+	}
+}
+
+// TestSeccompSockets checks the filter's allow-list of socket families,
+// with the network off and on.
+func TestSeccompSockets(t *testing.T) {
+	const afVsock, afAlg, afXDP = 40, 38, 44
+	deny := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	noFamily := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EAFNOSUPPORT))
+	allow := uint32(unix.SECCOMP_RET_ALLOW)
+	for _, network := range []bool{false, true} {
+		prog := seccompProgram(network)
+		unixWant := deny
+		if network {
+			unixWant = allow
+		}
+		for _, c := range []struct {
+			nr     int32
+			family uint64
+			want   uint32
+		}{
+			{unix.SYS_SOCKET, unix.AF_INET, allow},
+			{unix.SYS_SOCKET, unix.AF_INET6, allow},
+			{unix.SYS_SOCKET, unix.AF_NETLINK, allow},
+			{unix.SYS_SOCKET, unix.AF_UNIX, unixWant},
+			{unix.SYS_SOCKET, afVsock, noFamily},
+			{unix.SYS_SOCKET, unix.AF_PACKET, noFamily},
+			{unix.SYS_SOCKET, afAlg, noFamily},
+			{unix.SYS_SOCKET, afXDP, noFamily},
+			{unix.SYS_SOCKET, unix.AF_BLUETOOTH, noFamily},
+			// Only the low 32 bits are the int argument.
+			{unix.SYS_SOCKET, 1<<32 | afVsock, noFamily},
+			{unix.SYS_SOCKETPAIR, unix.AF_UNIX, allow},
+			{unix.SYS_SOCKETPAIR, afVsock, noFamily},
+			{unix.SYS_SOCKETPAIR, unix.AF_INET, noFamily},
+			// The block does not disturb what follows it.
+			{unix.SYS_CONNECT, unix.AF_UNIX, allow},
+			{unix.SYS_BPF, 0, deny},
+		} {
+			if got := runFilter(t, prog, auditArch, c.nr, c.family); got != c.want {
+				t.Errorf("network %v: call %d with family %d: action %#x, want %#x", network, c.nr, c.family, got, c.want)
+			}
 		}
 	}
 }

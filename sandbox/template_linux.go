@@ -24,7 +24,10 @@ type shape struct {
 	Read      []string `json:"read,omitempty"`
 	Write     []string `json:"write,omitempty"`
 	Hide      []string `json:"hide,omitempty"`
-	Network   bool     `json:"network,omitempty"`
+	// ReadOnly are files in the workspace bound read-only over
+	// themselves: its configuration.
+	ReadOnly []string `json:"readonly,omitempty"`
+	Network  bool     `json:"network,omitempty"`
 }
 
 // A template holds the namespaces every standard run of one shape joins:
@@ -58,21 +61,36 @@ type template struct {
 	stale bool // no longer in the cache; closed when users drops to 0
 }
 
+// A stamp identifies a file by device, inode and birth time. The inode
+// number alone is not enough: a file or directory removed and made again
+// (lathe's state directory, the configuration rewritten) often gets the
+// number its predecessor freed, while the template's mount over the old one
+// was dropped when it was removed, so a run would see the new one unhidden
+// or writable. The birth time tells them apart where the file system keeps
+// one.
 type stamp struct {
 	path     string
 	dev, ino uint64
+	born     unix.StatxTimestamp
+}
+
+func stampOf(p string) stamp {
+	var st unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, p, 0, unix.STATX_INO|unix.STATX_BTIME, &st) != nil {
+		return stamp{path: p}
+	}
+	s := stamp{path: p, dev: unix.Mkdev(st.Dev_major, st.Dev_minor), ino: st.Ino}
+	if st.Mask&unix.STATX_BTIME != 0 {
+		s.born = st.Btime
+	}
+	return s
 }
 
 func stampsOf(s shape) []stamp {
 	var out []stamp
-	for _, group := range [][]string{{s.Workspace}, s.Read, s.Write, s.Hide, systemFiles()} {
+	for _, group := range [][]string{{s.Workspace}, s.Read, s.Write, s.ReadOnly, s.Hide, systemFiles()} {
 		for _, p := range group {
-			var st unix.Stat_t
-			if unix.Stat(p, &st) == nil {
-				out = append(out, stamp{p, st.Dev, st.Ino})
-			} else {
-				out = append(out, stamp{path: p})
-			}
+			out = append(out, stampOf(p))
 		}
 	}
 	return out
@@ -93,14 +111,7 @@ var systemFiles = sync.OnceValue(func() []string {
 
 func (t *template) current() bool {
 	for _, s := range t.stamps {
-		var st unix.Stat_t
-		if unix.Stat(s.path, &st) != nil {
-			if s.ino != 0 {
-				return false
-			}
-			continue
-		}
-		if st.Dev != s.dev || st.Ino != s.ino {
+		if stampOf(s.path) != s {
 			return false
 		}
 	}
@@ -325,6 +336,9 @@ func templateArgs(s shape) ([]string, error) {
 		add(p, true)
 	}
 	add(s.Workspace, true)
+	for _, p := range s.ReadOnly {
+		add(p, false)
+	}
 	for _, p := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"} {
 		add(p, true)
 	}

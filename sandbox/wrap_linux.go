@@ -24,6 +24,7 @@ const unshareFlags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_
 
 func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 	noop := func() {}
+	unsupervise(cmd)
 	if c.Profile == Hardened {
 		return hardened(c, cmd)
 	}
@@ -41,12 +42,19 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 		}
 		path = lp
 	}
-	attr := cmd.SysProcAttr
-	if attr == nil {
-		attr = &syscall.SysProcAttr{}
+	attr := ownSession(cmd)
+	line, err := lifeline()
+	if err != nil {
+		return noop, fmt.Errorf("sandbox: %w", err)
 	}
-	args := []string{initArg0}
+	args := []string{initArg0, "lathe", strconv.Itoa(3 + len(cmd.ExtraFiles))}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, line)
 	cleanup := noop
+	if c.Profile == Dev {
+		// A dev run is a host process: the init forks it and supervises
+		// it, so that whatever it starts ends with it, or with lathe.
+		args = append(args, "fork", "1")
+	}
 	if c.Profile == Standard {
 		if !seccompSupported {
 			return noop, fmt.Errorf("sandbox: %w: no seccomp filter for this architecture", ErrUnavailable)
@@ -56,7 +64,7 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 			return noop, fmt.Errorf("sandbox: workspace: %w", err)
 		}
 		sh := shape{Workspace: ws, Network: c.Perms.Network,
-			Read: existing(c.Perms.Read), Write: existing(c.Perms.Write)}
+			Read: existing(c.Perms.Read), Write: existing(c.Perms.Write), ReadOnly: readOnly(ws)}
 		if sh.Hide, err = c.hidden(ws); err != nil {
 			return noop, err
 		}
@@ -93,8 +101,6 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 		args = append(args, t.static...)
 		// The init changes directory itself, once its root is in place.
 		cmd.Dir = ""
-		// The init, and PID 1 of the run with it, goes if lathe does.
-		attr.Pdeathsig = syscall.SIGKILL
 		// PID 1 ignores signals it has no handler for, so a polite SIGTERM
 		// would only delay the end; the whole namespace goes with SIGKILL.
 		if cmd.Cancel != nil {
@@ -113,7 +119,7 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 // contains.
 func underTmp(s shape) []string {
 	var all []string
-	for _, group := range [][]string{{s.Workspace}, s.Read, s.Write, s.Hide} {
+	for _, group := range [][]string{{s.Workspace}, s.Read, s.Write, s.ReadOnly, s.Hide} {
 		for _, p := range group {
 			if within(p, "/tmp") {
 				all = append(all, p)
@@ -143,7 +149,7 @@ func within(p, dir string) bool {
 
 // staticArgs are the init's steps that every run of a template shares.
 func staticArgs(s shape) []string {
-	return append(landlockArgs(s), "seccomp", seccompArg())
+	return append(landlockArgs(s), "seccomp", seccompArg(s.Network))
 }
 
 // rlimitArgs are the init's limits, the address-space limit last: from
@@ -161,6 +167,9 @@ func rlimitArgs(l Limits) []string {
 		set(unix.RLIMIT_CPU, uint64((l.CPU+time.Second-1)/time.Second))
 	}
 	set(unix.RLIMIT_CORE, 0)
+	if l.FileSize > 0 {
+		set(unix.RLIMIT_FSIZE, uint64(l.FileSize))
+	}
 	if l.Memory > 0 {
 		set(unix.RLIMIT_AS, uint64(l.Memory))
 	}
@@ -180,12 +189,13 @@ func existing(paths []string) []string {
 	return out
 }
 
-// hidden returns the directories of c.Hide as real paths, relative ones
-// taken from the workspace ws. Each is created if it is missing, so that a
-// sandboxed command cannot plant one of its own where it would be hidden.
+// hidden returns the directories of c.Hide and lathe's state directories
+// as real paths, relative ones taken from the workspace ws. Each is created
+// if it is missing, so that a sandboxed command cannot plant one of its own
+// where it would be hidden.
 func (c Config) hidden(ws string) ([]string, error) {
 	var hide []string
-	for _, h := range c.Hide {
+	for _, h := range append(slices.Clone(workspaceState), c.Hide...) {
 		if !filepath.IsAbs(h) {
 			h = filepath.Join(ws, h)
 		}
@@ -196,7 +206,24 @@ func (c Config) hidden(ws string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: hiding %s: %w", h, err)
 		}
-		hide = append(hide, real)
+		if !slices.Contains(hide, real) {
+			hide = append(hide, real)
+		}
 	}
 	return hide, nil
+}
+
+// readOnly returns the workspace's configuration files that exist as
+// regular files, as paths in the workspace ws. A link is left out: a
+// mount cannot cover a symbolic link, only what it points to, which may
+// be anywhere; such a file is guarded by the trust check alone.
+func readOnly(ws string) []string {
+	var out []string
+	for _, name := range workspaceConfig {
+		p := filepath.Join(ws, name)
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+			out = append(out, p)
+		}
+	}
+	return out
 }

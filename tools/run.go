@@ -68,8 +68,14 @@ func runCommand(ctx context.Context, cfg sandbox.Config, lim sandbox.Limits, lin
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", line)
 	cmd.Dir = cfg.Workspace
 	cmd.Env = cfg.Env()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// Every profile, dev included, starts the command through Wrap: in a
+	// session of its own (no terminal; its own process group, which the
+	// kills below address), supervised so that nothing it starts outlives
+	// it or lathe.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// At once, and everything the command started, even what left its
+	// group: the supervising init does it (sandbox.Kill).
+	cmd.Cancel = func() error { return sandbox.Kill(cmd) }
 	cmd.WaitDelay = time.Second
 	out := &capWriter{max: lim.Output, cmd: cmd}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -119,7 +125,7 @@ func (w *capWriter) Write(p []byte) (int, error) {
 	if len(w.buf)+len(p) > w.max {
 		w.buf = append(w.buf, p[:w.max-len(w.buf)]...)
 		w.over = true
-		syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+		sandbox.Kill(w.cmd)
 		return len(p), nil
 	}
 	w.buf = append(w.buf, p...)

@@ -205,6 +205,10 @@ func printOutcome(s Streams, c *tool.Call, out *tool.Outcome, asJSON bool) error
 		if err := writeJSON(s.Out, out); err != nil {
 			return err
 		}
+	} else {
+		// What a tool wrote reaches a terminal as text, never as the
+		// terminal's commands. JSON escapes control characters itself.
+		s.Out, s.Err = terminalSafe(s.Out), terminalSafe(s.Err)
 	}
 	switch {
 	case out.Question != nil:

@@ -24,6 +24,7 @@ func sandboxConfig(cfg *config.Config, ws string) sandbox.Config {
 		Limits: sandbox.Limits{
 			Wall: s.Limits.WallTime, Memory: s.Limits.Memory, CPU: s.Limits.CPUTime,
 			Processes: s.Limits.Processes, Output: s.Limits.OutputBytes, CPUs: s.Limits.CPUs,
+			FileSize: s.Limits.FileSize,
 		},
 		Perms: sandbox.Permissions{
 			Read: s.Permissions.Read, Write: s.Permissions.Write,

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/lathe-tools/lathe/sandbox"
 )
 
 type spawnSpec struct {
@@ -24,19 +26,30 @@ type spawnSpec struct {
 	sandbox func(*exec.Cmd) (func(), error)
 }
 
-// spawn runs one process in a new process group and waits until the group
-// is gone. When ctx ends, the group gets SIGTERM and, grace later, the main
-// process SIGKILL; when the main process has exited, for whatever reason,
-// the rest of its group gets SIGKILL. The result is never nil.
+// spawn runs one process in a new session (and so a new process group),
+// without a terminal, and waits until the group is gone. When ctx ends, the
+// group gets SIGTERM and, grace later, the process and everything it
+// started are killed (sandbox.Kill); when the main process has exited, for
+// whatever reason, the rest of its group gets SIGKILL. The result is never nil.
 func spawn(ctx context.Context, s spawnSpec) (*result, error) {
 	res := &result{}
 	cmd := exec.CommandContext(ctx, s.path)
 	cmd.Args = s.argv
 	cmd.Dir = s.dir
 	cmd.Env = s.env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, syscall.SIGTERM) }
-	cmd.WaitDelay = s.grace
+	// A session of its own: no controlling terminal, and its own process
+	// group, which the signals below address.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Past the grace period the tool is ended by force, with everything
+	// it started: sandbox.Kill asks the init that supervises it, which,
+	// unlike a SIGKILL of the init, reaches the processes that left the
+	// group too. WaitDelay's SIGKILL of the main process is the backstop.
+	var force *time.Timer
+	cmd.Cancel = func() error {
+		force = time.AfterFunc(s.grace, func() { sandbox.Kill(cmd) })
+		return signalGroup(cmd.Process.Pid, syscall.SIGTERM)
+	}
+	cmd.WaitDelay = s.grace + forceBackstop
 	if s.stdin != nil {
 		cmd.Stdin = bytes.NewReader(s.stdin)
 	}
@@ -52,6 +65,10 @@ func spawn(ctx context.Context, s spawnSpec) (*result, error) {
 		if err != nil {
 			return res, err
 		}
+	} else {
+		// Without a profile the tool is still supervised: what it starts
+		// ends with it, and everything ends with lathe.
+		sandbox.Supervise(cmd)
 	}
 	if err := cmd.Start(); err != nil {
 		if ctx.Err() != nil {
@@ -68,6 +85,9 @@ func spawn(ctx context.Context, s spawnSpec) (*result, error) {
 		signalGroup(pid, syscall.SIGKILL)
 	}
 	werr := cmd.Wait()
+	if force != nil {
+		force.Stop()
+	}
 	if !swept {
 		signalGroup(pid, syscall.SIGKILL)
 	}
@@ -86,6 +106,10 @@ func spawn(ctx context.Context, s spawnSpec) (*result, error) {
 	}
 	return res, werr
 }
+
+// forceBackstop is how long after the grace period lathe waits for the
+// supervising init to end a tool before it kills the init itself.
+const forceBackstop = time.Second
 
 // signalGroup sends sig to the process group pgid; a group that is already
 // gone is not an error.
@@ -114,7 +138,7 @@ func (w *cappedBuffer) Write(p []byte) (int, error) {
 	if len(w.buf)+len(p) > w.max {
 		w.over = true
 		w.buf = nil
-		signalGroup(w.cmd.Process.Pid, syscall.SIGKILL)
+		sandbox.Kill(w.cmd)
 		return len(p), nil
 	}
 	w.buf = append(w.buf, p...)
