@@ -219,8 +219,13 @@ func (s *server) start() (*session, []upTool, error) {
 		// A grandchild that keeps standard error open does not hold up
 		// the end of the session.
 		cmd.WaitDelay = terminateGrace
-		setProcessGroup(cmd)
-		if s.cfg.Sandbox != nil {
+		if s.cfg.Sandbox == nil {
+			// Unconfined, the server is still supervised: what it starts
+			// ends with it, and everything ends with lathe. A sandbox
+			// brings the same supervision of its own, and must see the
+			// server's own program, not the supervisor's.
+			setProcessGroup(cmd)
+		} else {
 			cleanup, err := s.cfg.Sandbox(cmd)
 			if cleanup != nil {
 				sess.cleanup = cleanup
