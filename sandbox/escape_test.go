@@ -769,3 +769,49 @@ func TestEscapeConfig(t *testing.T) {
 		}
 	})
 }
+
+// TestEscapeUserDirs: a workspace that is the home directory holds lathe's
+// per-user directories, the user's own configuration (trusted without
+// asking) and the state directory of trust records and grants. A standard
+// run hides them like the workspace's .lathe; without that, one command
+// would rewrite the configuration every later lathe trusts.
+func TestEscapeUserDirs(t *testing.T) {
+	requireStandard(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("XDG_DATA_HOME", "")
+	files := []string{".config/lathe/config.toml", ".local/state/lathe/trust/record", ".config/other/keep"}
+	for _, f := range files {
+		p := filepath.Join(home, f)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		os.WriteFile(p, []byte("TOPSECRET"), 0o600)
+	}
+	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: home}
+	// The rest of the home directory is the workspace as any other: the
+	// denials below are the hiding's doing.
+	if out, err := run(t, cfg, markStart("cat .config/other/keep && echo x >> .config/other/keep")); !ran(out) || err != nil || !strings.Contains(out, "TOPSECRET") {
+		t.Fatalf("a file beside lathe's directories: err=%v output:\n%s", err, out)
+	}
+	for _, script := range []string{
+		"cat .config/lathe/config.toml", "echo x > .config/lathe/config.toml",
+		"cat .local/state/lathe/trust/record", "echo x > .local/state/lathe/trust/forged",
+		"rm -rf .config/lathe", "mv .local/state/lathe gone",
+	} {
+		out, err := run(t, cfg, markStart(script))
+		if !ran(out) || err == nil || strings.Contains(out, "TOPSECRET") {
+			t.Errorf("%q: err=%v output:\n%s", script, err, out)
+		}
+	}
+	for _, f := range files[:2] {
+		if b, _ := os.ReadFile(filepath.Join(home, f)); string(b) != "TOPSECRET" {
+			t.Errorf("%s changed: %q", f, b)
+		}
+	}
+	for _, p := range []string{".local/state/lathe/trust/forged", "gone"} {
+		if _, err := os.Lstat(filepath.Join(home, p)); err == nil {
+			t.Errorf("%s exists", p)
+		}
+	}
+}

@@ -179,20 +179,10 @@ type Config struct {
 	Hide []string
 }
 
-// workspaceConfig names the files of a workspace that lathe loads its
-// configuration from, relative to the workspace: what can start programs or
-// widen permissions for the next lathe started there. Under [Standard] and
-// [Hardened] each that exists is bound read-only over itself, so that a run
-// can read it but neither change, replace, move nor remove it. The name is
-// config.WorkspaceFile; package config is not imported here, so that the
-// sandbox does not pull in the TOML decoder.
-var workspaceConfig = []string{"lathe.toml"}
-
-// workspaceState names the directories of a workspace that hold lathe's own
-// state (the audit log, grants, trust records) and configuration, relative
-// to the workspace: tools.StateDir. Under [Standard] and [Hardened] each is
-// hidden ([Config].Hide) from every run, created first if missing.
-var workspaceState = []string{".lathe"}
+// What a run may not change is protect's list: under [Standard] and
+// [Hardened] the workspace's configuration file, where it exists, is bound
+// read-only over itself (readOnly), and lathe's state directory and its
+// per-user directories that lie in the workspace are hidden (hidden).
 
 // Env returns the environment of a sandboxed process: lathe's one rule for
 // children (PATH, LANG, TERM and the names of [Permissions].Env, from

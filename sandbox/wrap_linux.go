@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lathe-tools/lathe/protect"
 )
 
 // initArg0 is the argv[0] by which the re-executed binary knows it is to
@@ -192,10 +194,19 @@ func existing(paths []string) []string {
 // hidden returns the directories of c.Hide and lathe's state directories
 // as real paths, relative ones taken from the workspace ws. Each is created
 // if it is missing, so that a sandboxed command cannot plant one of its own
-// where it would be hidden.
+// where it would be hidden. lathe's per-user directories (protect.UserDirs:
+// the user's configuration, trust records, grants) are among them where
+// they lie in the workspace, as they do in a workspace that is the home
+// directory.
 func (c Config) hidden(ws string) ([]string, error) {
-	var hide []string
-	for _, h := range append(slices.Clone(workspaceState), c.Hide...) {
+	hide := []string{}
+	names := append([]string{protect.StateDir}, c.Hide...)
+	for _, d := range protect.UserDirs() {
+		if inside(ws, d) {
+			names = append(names, d)
+		}
+	}
+	for _, h := range names {
 		if !filepath.IsAbs(h) {
 			h = filepath.Join(ws, h)
 		}
@@ -213,13 +224,33 @@ func (c Config) hidden(ws string) ([]string, error) {
 	return hide, nil
 }
 
+// inside reports whether the directory d lies in the workspace ws (a real
+// path), d's symbolic links resolved as far as d exists.
+func inside(ws, d string) bool {
+	d = filepath.Clean(d)
+	for p, rest := d, ""; ; {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			d = filepath.Join(real, rest)
+			break
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			break
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
+	rel, err := filepath.Rel(ws, d)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
 // readOnly returns the workspace's configuration files that exist as
 // regular files, as paths in the workspace ws. A link is left out: a
 // mount cannot cover a symbolic link, only what it points to, which may
 // be anywhere; such a file is guarded by the trust check alone.
 func readOnly(ws string) []string {
 	var out []string
-	for _, name := range workspaceConfig {
+	for _, name := range []string{protect.ConfigFile} {
 		p := filepath.Join(ws, name)
 		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
 			out = append(out, p)
