@@ -6,10 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/lathe-tools/lathe/protect"
 )
 
-// WorkspaceFile is the name of the config file in a workspace.
-const WorkspaceFile = "lathe.toml"
+// WorkspaceFile is the name of the config file in a workspace: protect's
+// name, which no tool of lathe's may create or change.
+const WorkspaceFile = protect.ConfigFile
 
 // UserFile returns the path of the user's config file:
 // $XDG_CONFIG_HOME/lathe/config.toml, or $HOME/.config/lathe/config.toml when
