@@ -200,8 +200,8 @@ func Subject(args any, arg string) string {
 // that is one simple command (so "git status*" does not allow
 // "git status; rm -rf ~"), while a deny rule matches when any one of the
 // commands the text would run fits (so "rm *" denies "ls && rm -rf ~",
-// "sudo /bin/rm -rf ~" and "sh -c 'rm -rf ~'"; see readShell), and "rm *"
-// also denies a bare "rm". For a deny rule that does not match, why says
+// "sudo /bin/rm -rf ~" and "sh -c 'rm -rf ~'" when the text is a command
+// line; see readShell and commandLine), and "rm *" also denies a bare "rm". For a deny rule that does not match, why says
 // what part of the text could not be read, if any: the rule cannot then
 // tell that it does not match.
 func matchArgs(r *Rule, args any) (ok bool, why string) {
@@ -221,6 +221,9 @@ func matchArgs(r *Rule, args any) (ok bool, why string) {
 			return true, ""
 		}
 	}
+	if !commandLine(args, r.Arg) {
+		return false, ""
+	}
 	sh := readShell(s)
 	for _, c := range sh.commands {
 		if fits(c) {
@@ -228,6 +231,20 @@ func matchArgs(r *Rule, args any) (ok bool, why string) {
 		}
 	}
 	return false, sh.unsure
+}
+
+// commandLine reports whether the argument text a rule matches is a shell
+// command line: the argument named "command", as run_command's is, chosen
+// by the rule or by [Subject]'s default. Other text (a path, a pattern,
+// arguments rendered as JSON) is not read as shell, lest its braces and
+// stars read as commands only a shell could know.
+func commandLine(args any, arg string) bool {
+	if arg != "" {
+		return arg == "command"
+	}
+	m, _ := args.(map[string]any)
+	_, ok := m["command"].(string)
+	return ok
 }
 
 // shellControl are the sequences that chain, substitute or redirect

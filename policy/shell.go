@@ -117,6 +117,26 @@ func (r *shellReader) read(s string, depth int) {
 	// dollar reads what follows a $ at s[i-1]; it returns the next index.
 	dollar := func(i int) int {
 		switch {
+		case i < len(s) && s[i] == '"':
+			// $"…" is a double-quoted string, translated: the quote's
+			// branch reads it.
+			return i
+		case i < len(s) && s[i] == '\'':
+			// $'…' decodes escapes: \x72m is rm. Its value is left to
+			// the running shell.
+			j := i + 1
+			for j < len(s) && s[j] != '\'' {
+				if s[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(s) {
+				r.doubt("a $' quote is not closed")
+				return len(s)
+			}
+			open, w.dynamic = true, true
+			return j + 1
 		case i < len(s) && s[i] == '(':
 			return sub(i+1, ')')
 		case i < len(s) && s[i] == '{':
@@ -225,8 +245,8 @@ func (r *shellReader) read(s string, depth int) {
 			if w.assign && !isNameByte(c) && c != '=' && !strings.Contains(cur.String(), "=") {
 				w.assign = false
 			}
-			if strings.IndexByte("*?[", c) >= 0 {
-				w.glob = true
+			if strings.IndexByte("*?[{", c) >= 0 {
+				w.glob = true // {a,b} is brace expansion
 			}
 			cur.WriteByte(c)
 			open = true
@@ -265,7 +285,7 @@ func matchClose(s string, i int, close byte) int {
 // reserved are the words that may start a command without being one.
 var reserved = map[string]bool{
 	"!": true, "{": true, "}": true, "if": true, "then": true, "else": true, "elif": true, "fi": true,
-	"do": true, "done": true, "while": true, "until": true, "time": true, "coproc": true,
+	"do": true, "done": true, "while": true, "until": true, "coproc": true,
 }
 
 // wrappers run the command that their arguments name. Any later word of
@@ -289,10 +309,13 @@ func (r *shellReader) command(words []shellWord, depth int) {
 		words = words[1:]
 	}
 	r.candidates(words, depth)
-	// find's -exec and -ok run the words after them.
 	for i, w := range words {
-		switch w.text {
-		case "-exec", "-execdir", "-ok", "-okdir":
+		switch {
+		case w.text == "-exec" || w.text == "-execdir" || w.text == "-ok" || w.text == "-okdir":
+			// find's -exec and -ok run the words after them.
+			r.candidates(words[i+1:], depth)
+		case w.text == "{" && !w.dynamic:
+			// A group after other words: coproc NAME { …; }.
 			r.candidates(words[i+1:], depth)
 		}
 	}
@@ -334,6 +357,7 @@ func (r *shellReader) candidates(words []shellWord, depth int) {
 		}
 		r.read(strings.Join(texts[1:], " "), depth+1)
 	case shells[name]:
+		operand := false
 		for i := 1; i < len(words); i++ {
 			o := words[i].text
 			if strings.HasPrefix(o, "-") && !strings.HasPrefix(o, "--") && strings.Contains(o, "c") && i+1 < len(words) {
@@ -341,8 +365,17 @@ func (r *shellReader) candidates(words []shellWord, depth int) {
 					r.doubt(name + " -c runs text known only when the shell runs it")
 				}
 				r.read(words[i+1].text, depth+1)
+				operand = true
 				break
 			}
+			if !strings.HasPrefix(o, "-") && !strings.HasPrefix(o, "+") {
+				operand = true // a script file, lexical like any other program
+				break
+			}
+		}
+		if !operand {
+			// echo 'rm -rf ~' | sh: the commands are text the line pipes in.
+			r.doubt(name + " reads its commands from its standard input")
 		}
 	case wrappers[name]:
 		for i := 1; i < len(words); i++ {

@@ -88,6 +88,9 @@ func TestDenyEverySpelling(t *testing.T) {
 		"eval 'rm -rf x'",
 		"eval rm -rf x",
 		"echo ${x:-$(rm -rf x)}",
+		"time -p rm -rf x",
+		`$"rm" -rf x`,
+		"coproc c { rm -rf x; }",
 	} {
 		if d := decideCommand(denyRM, cmd); d.Approval != Deny {
 			t.Errorf("%q: %s (%s), want deny", cmd, d.Approval, d.Reason)
@@ -112,6 +115,11 @@ func TestUnknownCommandAsks(t *testing.T) {
 		"sh -c \"$X\"",
 		"eval \"$X\"",
 		"sudo $CMD -rf x",
+		`$'\x72m' -rf x`,
+		"{rm,-rf,x}",
+		"echo rm -rf x | sh",
+		"sh <<< 'rm -rf x'",
+		"bash < script",
 		"echo 'unbalanced",
 		`echo "unbalanced`,
 		"echo $(unbalanced",
@@ -180,4 +188,29 @@ func FuzzReadShell(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDenyOtherArguments checks that text other than a command line is not
+// read as shell: a deny rule over paths must not ask for every path with a
+// star or a brace, nor for arguments rendered as JSON.
+func TestDenyOtherArguments(t *testing.T) {
+	p := &Policy{Rules: []Rule{
+		{Tool: "write_file", Args: "*.env*", Approval: Deny},
+		{Tool: "glob", Arg: "pattern", Args: "/etc/*", Approval: Deny},
+		{Tool: "*", Approval: Allow},
+	}}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want Approval
+	}{
+		{"write_file", map[string]any{"path": "a{1,2}/$x.txt", "content": "rm -rf x; $(y)"}, Allow},
+		{"write_file", map[string]any{"path": "prod.env", "content": "x"}, Deny},
+		{"glob", map[string]any{"pattern": "**/*.go"}, Allow},
+		{"glob", map[string]any{"pattern": "/etc/*"}, Deny},
+	} {
+		if d := p.Decide(&tool.Definition{Name: c.tool}, c.args); d.Approval != c.want {
+			t.Errorf("%s %v: %s (%s), want %s", c.tool, c.args, d.Approval, d.Reason, c.want)
+		}
+	}
 }
