@@ -28,7 +28,7 @@ type shellWord struct {
 	// only when the shell runs.
 	dynamic bool
 	// glob: the word holds an unquoted *, ? or [, which the shell may
-	// expand to file names.
+	// expand to file names, or {, which it may expand as {a,b}.
 	glob bool
 	// assign: the word starts NAME=, unquoted.
 	assign bool
@@ -56,6 +56,7 @@ type shellReader struct {
 // maxShellText bounds the candidate texts of one command line.
 const maxShellText = 1 << 20
 
+// doubt records why the line could not be read; the first reason stays.
 func (r *shellReader) doubt(why string) {
 	if r.unsure == "" {
 		r.unsure = why
@@ -197,6 +198,10 @@ func (r *shellReader) read(s string, depth int) {
 				case s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\", s[i+1]) >= 0:
 					cur.WriteByte(s[i+1])
 					i += 2
+				case s[i] == '$' && i+1 < len(s) && (s[i+1] == '\'' || s[i+1] == '"'):
+					// Within double quotes, $' and $" are no quotes.
+					cur.WriteByte('$')
+					i++
 				case s[i] == '$':
 					i = dollar(i + 1)
 				case s[i] == '`':

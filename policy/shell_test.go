@@ -91,6 +91,7 @@ func TestDenyEverySpelling(t *testing.T) {
 		"time -p rm -rf x",
 		`$"rm" -rf x`,
 		"coproc c { rm -rf x; }",
+		`echo "$'"; rm -rf x`,
 	} {
 		if d := decideCommand(denyRM, cmd); d.Approval != Deny {
 			t.Errorf("%q: %s (%s), want deny", cmd, d.Approval, d.Reason)
