@@ -102,13 +102,23 @@ type Decision struct {
 func (p *Policy) Decide(def *tool.Definition, args any) Decision {
 	var best *Rule
 	var bestScore [2]int
+	// doubt is a deny rule that could not tell whether it matches: the
+	// call is then asked, never allowed.
+	var doubt *Rule
+	var doubtWhy string
 	for i := range p.Rules {
 		r := &p.Rules[i]
 		if !match(r.Tool, def.Name) {
 			continue
 		}
-		if r.Args != "" && !matchArgs(r, args) {
-			continue
+		if r.Args != "" {
+			ok, why := matchArgs(r, args)
+			if why != "" && doubt == nil {
+				doubt, doubtWhy = r, why
+			}
+			if !ok {
+				continue
+			}
 		}
 		if r.Approval == Deny {
 			return Decision{Approval: Deny, By: "rule", Rule: r, Reason: "the rule " + r.String() + " denies it"}
@@ -122,6 +132,10 @@ func (p *Policy) Decide(def *tool.Definition, args any) Decision {
 			(score[1] > bestScore[1] || (score[1] == bestScore[1] && r.Approval.rank() > best.Approval.rank()))) {
 			best, bestScore = r, score
 		}
+	}
+	if doubt != nil && (best == nil || best.Approval == Allow) && (best != nil || def.Annotations.ReadOnlyHint) {
+		return Decision{Approval: Ask, By: "rule", Rule: doubt,
+			Reason: "the rule " + doubt.String() + " cannot tell whether it denies the command: " + doubtWhy}
 	}
 	if best != nil {
 		return Decision{Approval: best.Approval, By: "rule", Rule: best, Reason: "the rule " + best.String()}
@@ -185,21 +199,52 @@ func Subject(args any, arg string) string {
 // care, as coding agents give them: an allow or ask rule matches only text
 // that is one simple command (so "git status*" does not allow
 // "git status; rm -rf ~"), while a deny rule matches when any one of the
-// commands in the text fits (so "rm *" denies "ls && rm -rf ~").
-func matchArgs(r *Rule, args any) bool {
+// commands the text would run fits (so "rm *" denies "ls && rm -rf ~",
+// "sudo /bin/rm -rf ~" and "sh -c 'rm -rf ~'" when the text is a command
+// line; see readShell and commandLine), and "rm *" also denies a bare "rm". For a deny rule that does not match, why says
+// what part of the text could not be read, if any: the rule cannot then
+// tell that it does not match.
+func matchArgs(r *Rule, args any) (ok bool, why string) {
 	s := strings.TrimSpace(Subject(args, r.Arg))
 	if r.Approval != Deny {
-		return !hasShellControl(s) && match(r.Args, s)
+		return !hasShellControl(s) && match(r.Args, s), ""
 	}
-	if match(r.Args, s) {
-		return true
+	bare, hasBare := strings.CutSuffix(r.Args, " *")
+	fits := func(text string) bool {
+		return match(r.Args, text) || (hasBare && match(bare, text))
+	}
+	if fits(s) {
+		return true, ""
 	}
 	for _, part := range splitCommands(s) {
-		if match(r.Args, part) {
-			return true
+		if fits(part) {
+			return true, ""
 		}
 	}
-	return false
+	if !commandLine(args, r.Arg) {
+		return false, ""
+	}
+	sh := readShell(s)
+	for _, c := range sh.commands {
+		if fits(c) {
+			return true, ""
+		}
+	}
+	return false, sh.unsure
+}
+
+// commandLine reports whether the argument text a rule matches is a shell
+// command line: the argument named "command", as run_command's is, chosen
+// by the rule or by [Subject]'s default. Other text (a path, a pattern,
+// arguments rendered as JSON) is not read as shell, lest its braces and
+// stars read as commands only a shell could know.
+func commandLine(args any, arg string) bool {
+	if arg != "" {
+		return arg == "command"
+	}
+	m, _ := args.(map[string]any)
+	_, ok := m["command"].(string)
+	return ok
 }
 
 // shellControl are the sequences that chain, substitute or redirect

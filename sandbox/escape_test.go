@@ -128,6 +128,11 @@ func runArgv(t *testing.T, cfg sandbox.Config, argv ...string) (string, error) {
 	}
 	defer cleanup()
 	out, err := cmd.CombinedOutput()
+	if ctx.Err() == context.DeadlineExceeded {
+		// No test expects its run to reach the deadline: one that does has
+		// hung, and says which test and which command did.
+		t.Errorf("%s: %q was still running after %v and was killed; output:\n%s", t.Name(), argv, wall, out)
+	}
 	return string(out), err
 }
 

@@ -243,18 +243,17 @@ func TestReadFileReplaced(t *testing.T) {
 }
 
 // TestReadPathHoldsWorkspace gives the sandbox the temporary directory to
-// read, with the workspace inside it: the run sees the host's /tmp, read
-// only, with the workspace writable inside it.
+// read, with the workspace inside it: the run sees the host's temporary
+// directory (/tmp, or TMPDIR where it is set), read only, with the
+// workspace writable inside it.
 func TestReadPathHoldsWorkspace(t *testing.T) {
 	requireStandard(t)
 	ws := t.TempDir()
-	if !strings.HasPrefix(ws, "/tmp/") {
-		t.Skip("the temporary directory is not /tmp")
-	}
+	tmp := filepath.Dir(filepath.Dir(ws)) // t.TempDir makes two levels in TMPDIR
 	if err := os.WriteFile(filepath.Join(ws, "in"), []byte("here\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := sandbox.Config{Workspace: ws, Perms: sandbox.Permissions{Read: []string{"/tmp"}}}
+	cfg := sandbox.Config{Workspace: ws, Perms: sandbox.Permissions{Read: []string{tmp}}}
 	out, err := run(t, cfg, "cat "+ws+"/in && echo made > "+ws+"/out && cat out")
 	if err != nil || out != "here\nmade\n" {
 		t.Errorf("got %q (%v), want the workspace's file and a written one", out, err)

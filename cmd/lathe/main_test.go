@@ -72,6 +72,11 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
+		// Scripts that test a file beside the workspace write ../outside.txt,
+		// into the directory that holds every script's work directory;
+		// testscript removes its own such directory only when it is empty.
+		// A test's directory is removed whatever it holds.
+		WorkdirRoot: t.TempDir(),
 		Setup: func(env *testscript.Env) error {
 			// Keep the user's own configuration out of the scripts.
 			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/.config")

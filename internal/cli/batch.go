@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -187,6 +189,12 @@ func parseCalls(data []byte) ([]*tool.Call, error) {
 		if c.Name == "" {
 			return nil, fmt.Errorf("element %d: no tool name", i+1)
 		}
+		// No tool has a name outside the pattern, and a name is printed at
+		// the head of its outcome: one with a newline or an escape
+		// sequence could pass for another call's outcome.
+		if !tool.ValidName(c.Name) {
+			return nil, fmt.Errorf("element %d: invalid tool name %q: a tool name matches %s", i+1, c.Name, tool.NamePattern)
+		}
 		args, err := unwrapArguments(c.Arguments)
 		if err != nil {
 			return nil, fmt.Errorf("element %d (%s): %w", i+1, c.Name, err)
@@ -198,6 +206,18 @@ func parseCalls(data []byte) ([]*tool.Call, error) {
 		return nil, errors.New("no tool calls in the input")
 	}
 	return calls, nil
+}
+
+// displayID returns a call's ID as the batch's output shows it: as it is
+// when it is printable without spaces, as the IDs models make are, and
+// quoted otherwise, so that an ID can never read as more output.
+func displayID(id string) string {
+	for _, r := range id {
+		if r == utf8.RuneError || !unicode.IsGraphic(r) || unicode.IsSpace(r) || r == '"' {
+			return strconv.Quote(id)
+		}
+	}
+	return id
 }
 
 // unwrapArguments returns the arguments object of a call. OpenAI sends the
@@ -308,7 +328,7 @@ func printOutcomes(s Streams, calls []*tool.Call, outs []lathe.BatchOutcome, asJ
 	for i, o := range outs {
 		head := fmt.Sprintf("--- #%d %s", i+1, calls[i].Name)
 		if calls[i].ID != "" {
-			head += " (" + calls[i].ID + ")"
+			head += " (" + displayID(calls[i].ID) + ")"
 		}
 		switch {
 		case o.Question != nil:
