@@ -27,6 +27,15 @@ import (
 	"github.com/lathe-tools/lathe/policy"
 )
 
+// fileURI is the driver's "file:" address of the database at path. In it
+// "#" would end the path and "?" start the options, so that a workspace
+// named "a#b" would have its log written to a file "a" beside it, and one
+// named "x?_pragma=…" would set the database's options; SQLite decodes the
+// percent escapes, so the path arrives whole.
+func fileURI(path string) string {
+	return "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+}
+
 // DefaultPath is where the database lives, relative to the workspace.
 const DefaultPath = ".lathe/lathe.db"
 
@@ -153,7 +162,7 @@ func Open(path string) (*Store, error) {
 	// writer; NORMAL synchronisation keeps a committed record through a
 	// crash of lathe (not of the machine) at a fraction of FULL's cost.
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", busyTimeout.Milliseconds())
-	wdb, err := sql.Open("sqlite", "file:"+path+"?"+busy+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+	wdb, err := sql.Open("sqlite", fileURI(path)+"?"+busy+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
 	if err != nil {
 		return nil, fmt.Errorf("audit: opening %s: %w", path, err)
 	}
@@ -164,7 +173,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("audit: opening %s: %w", path, err)
 	}
 	// Readers cannot write: every write goes through the writer.
-	db, err := sql.Open("sqlite", "file:"+path+"?"+busy+"&_pragma=query_only(1)")
+	db, err := sql.Open("sqlite", fileURI(path)+"?"+busy+"&_pragma=query_only(1)")
 	if err != nil {
 		w.close()
 		wdb.Close()

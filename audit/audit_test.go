@@ -204,3 +204,38 @@ func TestRedact(t *testing.T) {
 		t.Error("a bad pattern compiled")
 	}
 }
+
+// TestOpenOddPath: the database is where its path says, whatever the path
+// holds. The driver takes a "file:" address, in which "#" would end the
+// path and "?" start options: a workspace named "a#b" once had its log
+// written to a file "a" beside it, and one named "x?_pragma=…" could set
+// the database's options.
+func TestOpenOddPath(t *testing.T) {
+	for _, name := range []string{"a#b", "a?_pragma=query_only(1)", "a%41b", "a b"} {
+		dir := filepath.Join(t.TempDir(), name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "lathe.db")
+		s, err := audit.Open(path)
+		if err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		ctx := context.Background()
+		r := &audit.Record{CallID: "c1", Tool: "t", Time: time.Now()}
+		id, err := s.Start(ctx, r)
+		if err == nil {
+			err = s.Finish(ctx, id, r)
+		}
+		if err != nil {
+			t.Errorf("%q: a write: %v", name, err)
+		}
+		s.Close()
+		if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+			t.Errorf("%q: no database at %s: %v", name, path, err)
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(dir)); len(entries) != 1 {
+			t.Errorf("%q: files beside the directory: %v", name, entries)
+		}
+	}
+}

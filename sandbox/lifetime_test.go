@@ -234,6 +234,9 @@ func TestOrphansDieWithLathe(t *testing.T) {
 			var out bytes.Buffer
 			fake := exec.CommandContext(ctx, exe, "fake-lathe", mode, t.TempDir(), script)
 			fake.Stdout, fake.Stderr = &out, &out
+			// A lathe killed with SIGKILL leaves a hardened run's private
+			// directory behind (docs/security.md): it goes with the test's.
+			fake.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 			if err := fake.Start(); err != nil {
 				t.Fatal(err)
 			}
