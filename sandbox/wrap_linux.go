@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lathe-tools/lathe/internal/statedir"
 	"github.com/lathe-tools/lathe/protect"
 )
 
@@ -202,7 +203,7 @@ func (c Config) hidden(ws string) ([]string, error) {
 	hide := []string{}
 	names := append([]string{protect.StateDir}, c.Hide...)
 	for _, d := range protect.UserDirs() {
-		if inside(ws, d) {
+		if in, err := statedir.Inside(d, ws); err == nil && in {
 			names = append(names, d)
 		}
 	}
@@ -222,26 +223,6 @@ func (c Config) hidden(ws string) ([]string, error) {
 		}
 	}
 	return hide, nil
-}
-
-// inside reports whether the directory d lies in the workspace ws (a real
-// path), d's symbolic links resolved as far as d exists.
-func inside(ws, d string) bool {
-	d = filepath.Clean(d)
-	for p, rest := d, ""; ; {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			d = filepath.Join(real, rest)
-			break
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			break
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-		p = parent
-	}
-	rel, err := filepath.Rel(ws, d)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // readOnly returns the workspace's configuration files that exist as
