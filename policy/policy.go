@@ -106,13 +106,22 @@ func (p *Policy) Decide(def *tool.Definition, args any) Decision {
 	// call is then asked, never allowed.
 	var doubt *Rule
 	var doubtWhy string
+	// Every deny rule reads the same command line: it is read once.
+	var sh *shellReader
+	var shText string
+	read := func(text string) *shellReader {
+		if sh == nil || shText != text {
+			sh, shText = readShell(text), text
+		}
+		return sh
+	}
 	for i := range p.Rules {
 		r := &p.Rules[i]
 		if !match(r.Tool, def.Name) {
 			continue
 		}
 		if r.Args != "" {
-			ok, why := matchArgs(r, args)
+			ok, why := matchArgs(r, args, read)
 			if why != "" && doubt == nil {
 				doubt, doubtWhy = r, why
 			}
@@ -203,8 +212,9 @@ func Subject(args any, arg string) string {
 // "sudo /bin/rm -rf ~" and "sh -c 'rm -rf ~'" when the text is a command
 // line; see readShell and commandLine), and "rm *" also denies a bare "rm". For a deny rule that does not match, why says
 // what part of the text could not be read, if any: the rule cannot then
-// tell that it does not match.
-func matchArgs(r *Rule, args any) (ok bool, why string) {
+// tell that it does not match. read reads a command line as the shell
+// would (readShell, or a cache of it).
+func matchArgs(r *Rule, args any, read func(string) *shellReader) (ok bool, why string) {
 	s := strings.TrimSpace(Subject(args, r.Arg))
 	if r.Approval != Deny {
 		return !hasShellControl(s) && match(r.Args, s), ""
@@ -224,7 +234,7 @@ func matchArgs(r *Rule, args any) (ok bool, why string) {
 	if !commandLine(args, r.Arg) {
 		return false, ""
 	}
-	sh := readShell(s)
+	sh := read(s)
 	for _, c := range sh.commands {
 		if fits(c) {
 			return true, ""
