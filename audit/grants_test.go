@@ -37,6 +37,18 @@ func openGrants(t *testing.T, dir, ws string) *audit.Grants {
 	return g
 }
 
+// wipeGranted returns a workspace, a grants directory outside it, and the
+// grants of that workspace, which hold one grant: of the tool "wipe".
+func wipeGranted(t *testing.T) (ws, dir string, g *audit.Grants) {
+	t.Helper()
+	ws, dir = grantsSetup(t)
+	g = openGrants(t, dir, ws)
+	if err := g.AddGrant(context.Background(), policy.Grant{Tool: "wipe"}); err != nil {
+		t.Fatal(err)
+	}
+	return ws, dir, g
+}
+
 // wipe calls the asking tool "wipe" of an engine whose policy has nobody
 // to ask: it runs only when a grant covers it.
 func wipe(t *testing.T, g policy.GrantStore) *tool.Result {
@@ -97,13 +109,9 @@ func TestGrants(t *testing.T) {
 
 // Directories are 0700 and records 0600, whatever the umask.
 func TestGrantsPermissions(t *testing.T) {
-	ws, dir := grantsSetup(t)
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
-	g := openGrants(t, dir, ws)
-	if err := g.AddGrant(context.Background(), policy.Grant{Tool: "wipe"}); err != nil {
-		t.Fatal(err)
-	}
+	_, dir, g := wipeGranted(t)
 	for _, d := range []string{filepath.Dir(dir), dir, g.Dir()} {
 		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
 			t.Errorf("%s: %v, %v; want 0700", d, fi.Mode(), err)
@@ -122,12 +130,8 @@ func TestGrantsPermissions(t *testing.T) {
 // is refused: they could grant calls for this user. Refused means the call
 // that the grant would cover does not run.
 func TestGrantsWritableByOthers(t *testing.T) {
-	ws, dir := grantsSetup(t)
+	_, dir, g := wipeGranted(t)
 	ctx := context.Background()
-	g := openGrants(t, dir, ws)
-	if err := g.AddGrant(ctx, policy.Grant{Tool: "wipe"}); err != nil {
-		t.Fatal(err)
-	}
 	for _, d := range []string{dir, g.Dir()} {
 		if err := os.Chmod(d, 0o777); err != nil {
 			t.Fatal(err)
@@ -155,12 +159,8 @@ func TestGrantsOfAnotherUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("making a directory another user's takes root")
 	}
-	ws, dir := grantsSetup(t)
+	_, dir, g := wipeGranted(t)
 	ctx := context.Background()
-	g := openGrants(t, dir, ws)
-	if err := g.AddGrant(ctx, policy.Grant{Tool: "wipe"}); err != nil {
-		t.Fatal(err)
-	}
 	for _, d := range []string{dir, g.Dir()} {
 		if err := os.Chown(d, 4242, 4242); err != nil {
 			t.Fatal(err)
@@ -199,12 +199,8 @@ func TestGrantsInsideWorkspace(t *testing.T) {
 // elsewhere has none, the same workspace through a link has them, and a
 // record copied from another workspace's grants is an error, not a grant.
 func TestGrantsPerWorkspace(t *testing.T) {
-	ws, dir := grantsSetup(t)
+	ws, dir, g := wipeGranted(t)
 	ctx := context.Background()
-	g := openGrants(t, dir, ws)
-	if err := g.AddGrant(ctx, policy.Grant{Tool: "wipe"}); err != nil {
-		t.Fatal(err)
-	}
 	other := filepath.Join(filepath.Dir(ws), "copy")
 	if err := os.Mkdir(other, 0o755); err != nil {
 		t.Fatal(err)
@@ -244,12 +240,8 @@ func TestGrantsPerWorkspace(t *testing.T) {
 // A record that is not a regular file, a link or a FIFO put in the store,
 // is an error, and reading it does not hang.
 func TestGrantsNotRegular(t *testing.T) {
-	ws, dir := grantsSetup(t)
+	_, _, g := wipeGranted(t)
 	ctx := context.Background()
-	g := openGrants(t, dir, ws)
-	if err := g.AddGrant(ctx, policy.Grant{Tool: "wipe"}); err != nil {
-		t.Fatal(err)
-	}
 	ents, _ := os.ReadDir(g.Dir())
 	rec := filepath.Join(g.Dir(), ents[0].Name())
 	moved := filepath.Join(t.TempDir(), "rec.json")

@@ -362,17 +362,24 @@ func TestEscapeNetwork(t *testing.T) {
 	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: t.TempDir(),
 		Perms:  sandbox.Permissions{Read: []string{filepath.Dir(exe)}},
 		Limits: sandbox.Limits{Memory: -1}}
+	networkRefused(t, cfg, exe, l)
+}
+
+// networkRefused connects from the sandbox under cfg to the host's
+// loopback listener l and to addresses beyond the host: each must be
+// refused. With the network allowed the same helper reaches l, so the
+// refusals are the sandbox's doing.
+func networkRefused(t *testing.T, cfg sandbox.Config, exe string, l net.Listener) {
+	t.Helper()
 	for _, addr := range []string{l.Addr().String(), "[::1]:80", "1.1.1.1:53", "10.0.0.1:80"} {
 		out, err := runArgv(t, cfg, exe, "connect", addr)
 		if err == nil || !strings.Contains(out, "refused:") {
 			t.Errorf("connect %s: err=%v output:\n%s", addr, err, out)
 		}
 	}
-	// The helper itself works when the network is allowed, so the denial
-	// above is the sandbox's doing.
 	cfg.Perms.Network = true
 	if out, err := runArgv(t, cfg, exe, "connect", l.Addr().String()); err != nil || !strings.Contains(out, "connected") {
-		t.Errorf("with network allowed: err=%v output:\n%s", err, out)
+		t.Errorf("with the network allowed: err=%v output:\n%s", err, out)
 	}
 }
 
@@ -650,15 +657,7 @@ func TestEscapeSockets(t *testing.T) {
 	t.Run("host listener in the workspace", func(t *testing.T) {
 		path := filepath.Join(ws, "host.sock")
 		accepted := listenUnix(t, path)
-		out, err := runArgv(t, cfg, exe, "connect", path, "unix")
-		if err == nil || !strings.Contains(out, "refused:") {
-			t.Errorf("the host's Unix socket was reached: err=%v output:\n%s", err, out)
-		}
-		select {
-		case <-accepted:
-			t.Error("the host's listener accepted a connection from the sandbox")
-		case <-time.After(200 * time.Millisecond):
-		}
+		unixRefused(t, cfg, exe, path, accepted, "Unix socket", "listener")
 		// With the network allowed the same command reaches it, so the
 		// refusal above is the sandbox's doing.
 		on := cfg
@@ -674,17 +673,25 @@ func TestEscapeSockets(t *testing.T) {
 	})
 	t.Run("host abstract socket", func(t *testing.T) {
 		name := fmt.Sprintf("@lathe-test-%d", os.Getpid())
-		accepted := listenUnix(t, name)
-		out, err := runArgv(t, cfg, exe, "connect", name, "unix")
-		if err == nil || !strings.Contains(out, "refused:") {
-			t.Errorf("the host's abstract socket was reached: err=%v output:\n%s", err, out)
-		}
-		select {
-		case <-accepted:
-			t.Error("the host's abstract listener accepted a connection from the sandbox")
-		case <-time.After(200 * time.Millisecond):
-		}
+		unixRefused(t, cfg, exe, name, listenUnix(t, name), "abstract socket", "abstract listener")
 	})
+}
+
+// unixRefused connects from the sandbox under cfg to the host's Unix
+// socket at path (or abstract name, "@…"), whose listener signals on
+// accepted: the connection must be refused and the listener must not see
+// one. socket and listener name the two in what a failure says.
+func unixRefused(t *testing.T, cfg sandbox.Config, exe, path string, accepted <-chan struct{}, socket, listener string) {
+	t.Helper()
+	out, err := runArgv(t, cfg, exe, "connect", path, "unix")
+	if err == nil || !strings.Contains(out, "refused:") {
+		t.Errorf("the host's %s was reached: err=%v output:\n%s", socket, err, out)
+	}
+	select {
+	case <-accepted:
+		t.Errorf("the host's %s accepted a connection from the sandbox", listener)
+	case <-time.After(200 * time.Millisecond):
+	}
 }
 
 // listenUnix listens on the Unix socket path (or abstract name, "@…") until

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/internal/ptytest"
 	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/sandbox"
@@ -146,32 +147,6 @@ func errName(err error) string {
 	return err.Error()
 }
 
-// openPTY returns the two ends of a new pseudo-terminal.
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	t.Cleanup(func() { m.Close() })
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatalf("unlocking the pseudo-terminal: %v", err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("naming the pseudo-terminal: %v", err)
-	}
-	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		t.Skipf("no devpts mounted on /dev/pts here: %v", err)
-	}
-	if err != nil {
-		t.Fatalf("opening the pseudo-terminal: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return m, s
-}
-
 // TestNoTerminal runs a child the way lathe runs each kind, from a lathe
 // whose controlling terminal is a pseudo-terminal and whose standard input
 // and error are that terminal, the worst a caller could hand on. The child
@@ -186,7 +161,7 @@ func TestNoTerminal(t *testing.T) {
 	for _, mode := range []string{"dev", "standard", "hardened", "process"} {
 		t.Run(mode, func(t *testing.T) {
 			requireMode(t, mode)
-			master, slave := openPTY(t)
+			master, slave := ptytest.Open(t)
 			go io.Copy(io.Discard, master)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()

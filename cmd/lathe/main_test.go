@@ -25,8 +25,8 @@ func TestMain(m *testing.M) {
 		"lathe-test": func() { os.Exit(cli.MainWith(testTools()...)) },
 		// lathe-sdk-tool is a local tool built with the SDK (local_test.go).
 		"lathe-sdk-tool": sdkTool,
-		// lathe-test-mcp is an upstream MCP server (mcpserver_test.go).
-		"lathe-test-mcp": mcpServer,
+		// lathe-test-mcp is an upstream MCP server (mcptest.ServeEnv).
+		"lathe-test-mcp": func() { mcptest.ServeEnv("lathe-test-mcp") },
 	})
 }
 

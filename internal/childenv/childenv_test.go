@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/internal/childenv"
+	"github.com/lathe-tools/lathe/internal/mcptest"
 	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/sandbox"
@@ -31,14 +30,7 @@ func TestMain(m *testing.M) {
 		fmt.Print(strings.Join(os.Environ(), "\n"))
 		return
 	case "mcp":
-		srv := sdk.NewServer(&sdk.Implementation{Name: "env", Version: "1"}, nil)
-		sdk.AddTool(srv, &sdk.Tool{Name: "environ"},
-			func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
-				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.Join(os.Environ(), "\n")}}}, nil, nil
-			})
-		if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
-			os.Exit(1)
-		}
+		mcptest.ServeEnv("env")
 		return
 	}
 	os.Exit(m.Run())

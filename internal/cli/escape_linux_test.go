@@ -3,11 +3,9 @@ package cli
 import (
 	"bytes"
 	"os"
-	"strconv"
-	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/lathe-tools/lathe/internal/ptytest"
 )
 
 // TestTerminalSafe checks that output to a terminal is escaped and output
@@ -25,23 +23,7 @@ func TestTerminalSafe(t *testing.T) {
 	if w := terminalSafe(f); w != f {
 		t.Error("a file was wrapped")
 	}
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	defer m.Close()
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, s := ptytest.Open(t)
 	if _, ok := terminalSafe(s).(escapeWriter); !ok {
 		t.Error("a terminal was not wrapped")
 	}

@@ -5,39 +5,14 @@ package cli
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
-)
 
-// openPTY returns the two ends of a new pseudo-terminal.
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
-	t.Cleanup(func() { m.Close() })
-	var unlock int32
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, m.Fd(), syscall.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock))); e != 0 {
-		t.Skipf("unlockpt: %v", e)
-	}
-	var n uint32
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, m.Fd(), syscall.TIOCGPTN, uintptr(unsafe.Pointer(&n))); e != 0 {
-		t.Skipf("ptsname: %v", e)
-	}
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("open the terminal's slave: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return m, s
-}
+	"github.com/lathe-tools/lathe/internal/ptytest"
+)
 
 // On a terminal, lathe call shows what an untrusted lathe.toml would start
 // and asks; yes trusts it and runs the tool, anything else runs nothing of
@@ -62,7 +37,7 @@ func TestCallAsksOnTerminal(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(ws, "lathe.toml"), []byte(toml), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			master, slave := openPTY(t)
+			master, slave := ptytest.Open(t)
 			if _, err := master.Write([]byte(tc.answer)); err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,9 @@
 // servers (or without node) the test is skipped with a message that says how
 // to install them, except under CI (CI set in the environment), where a
 // missing server is a failure: CI must run these tests, not skip them.
+//
+// It also holds the small server a test binary becomes when it re-runs
+// itself as an upstream MCP server: [ServeEnv].
 package mcptest
 
 import (

@@ -17,39 +17,13 @@ import (
 	"testing"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/sandbox"
 )
 
 // serverEnv names the variable that makes the test binary an MCP server
-// over stdio: "env" for envServer, "hostile" for hostileServer.
+// over stdio: "env" for mcptest.ServeEnv, "hostile" for hostileServer.
 const serverEnv = "LATHE_MCP_TEST_SERVER"
-
-// envServer is an MCP server, made with the SDK, whose tools show what a
-// server can see: its environment, and any file it names.
-func envServer() {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "envsrv", Version: "1"}, nil)
-	sdk.AddTool(srv, &sdk.Tool{Name: "environ", Description: "Its environment."},
-		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.Join(os.Environ(), "\n")}}}, nil, nil
-		})
-	sdk.AddTool(srv, &sdk.Tool{Name: "cat", Description: "A file's text."},
-		func(_ context.Context, _ *sdk.CallToolRequest, in struct {
-			Path string `json:"path"`
-		}) (*sdk.CallToolResult, any, error) {
-			b, err := os.ReadFile(in.Path)
-			if err != nil {
-				return nil, nil, err
-			}
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}, nil, nil
-		})
-	if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-}
 
 // self returns the command that runs the test binary as the named server.
 func self(t *testing.T, name string) ([]string, map[string]string) {

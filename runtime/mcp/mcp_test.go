@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(serverEnv) {
 	case "":
 	case "env":
-		envServer()
+		mcptest.ServeEnv("envsrv")
 		return
 	case "hostile":
 		hostileServer()

@@ -1,17 +1,22 @@
-package main
+package mcptest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// mcpServer is an upstream MCP server over stdio, for mcp_env.txtar: its
-// tools show what a server can reach, its environment and any file.
-func mcpServer() {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "lathe-test-mcp", Version: "1"}, nil)
+// ServeEnv runs, over stdio until its client goes, an upstream MCP server
+// named name whose tools show what a server can reach: "environ" returns
+// its environment, one variable a line, and "cat" the text of the file at
+// "path". A test binary calls it from TestMain under its own environment
+// switch, so that re-running the binary gives a server without a prebuilt
+// fixture. A failure to serve is printed to stderr and exits 1.
+func ServeEnv(name string) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, nil)
 	sdk.AddTool(srv, &sdk.Tool{Name: "environ", Description: "Its environment, one variable a line."},
 		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.Join(os.Environ(), "\n")}}}, nil, nil
@@ -27,6 +32,7 @@ func mcpServer() {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}, nil, nil
 		})
 	if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
