@@ -44,18 +44,25 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 		// returns at the parent's end, which releases it.
 		return c.done
 	}
-	c.done = make(chan struct{})
-	if c.err != nil {
-		// It ended before anyone asked for Done.
-		close(c.done)
+	if c.makeDoneLocked() {
 		return c.done
-	}
-	if c.checkLocked() != nil {
-		return c.done // checkLocked closed it
 	}
 	c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.end(context.DeadlineExceeded) })
 	c.stop = context.AfterFunc(c.Context, func() { c.end(c.Context.Err()) })
 	return c.done
+}
+
+// makeDoneLocked makes the Done channel, for Done and for watch, and
+// reports whether the context has ended, in which case the channel is
+// closed already and nothing need watch it.
+func (c *deadlineCtx) makeDoneLocked() bool {
+	c.done = make(chan struct{})
+	if c.err != nil {
+		// It ended before anyone asked for the channel.
+		close(c.done)
+		return true
+	}
+	return c.checkLocked() != nil // which closed it
 }
 
 func (c *deadlineCtx) Err() error {
@@ -104,8 +111,7 @@ func (c *deadlineCtx) watch(a *alarms) <-chan struct{} {
 		c.mu.Unlock()
 		return c.done
 	}
-	c.done = make(chan struct{})
-	if c.checkLocked() != nil {
+	if c.makeDoneLocked() {
 		c.mu.Unlock()
 		return c.done
 	}

@@ -127,3 +127,20 @@ func TestAlarmsEndEachContextAtItsDeadline(t *testing.T) {
 		t.Errorf("%d contexts left in the alarms", len(a.heap))
 	}
 }
+
+// A context that Err ended before anyone asked for its channel (a tool that
+// polls Err, on its worker, before the engine watches it) hands the engine a
+// closed channel, not one nothing will ever close.
+func TestDeadlineCtxWatchAfterErr(t *testing.T) {
+	c := withDeadline(context.Background(), time.Now().Add(-time.Second))
+	if !errors.Is(c.Err(), context.DeadlineExceeded) {
+		t.Fatalf("Err = %v, want DeadlineExceeded", c.Err())
+	}
+	var a alarms
+	select {
+	case <-c.watch(&a):
+	default:
+		t.Fatal("watch returned an open channel for a context that has ended")
+	}
+	c.release()
+}

@@ -144,15 +144,13 @@ func (e *Engine) execute(ctx context.Context, inv *Invocation) (*tool.Outcome, e
 		timeout = e.opts.Timeout
 	}
 	// A caller's deadline that comes sooner governs alone, and saves a timer.
+	parent := ctx
 	var dc *deadlineCtx
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= timeout {
 		timeout = time.Until(d).Round(time.Millisecond)
 	} else {
 		dc = withDeadline(ctx, time.Now().Add(timeout))
 		defer dc.release()
-	}
-	parent := ctx
-	if dc != nil {
 		ctx = dc
 	}
 

@@ -5,8 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
+	"github.com/lathe-tools/lathe/internal/statedir"
 	"github.com/lathe-tools/lathe/protect"
 )
 
@@ -136,9 +136,5 @@ func inside(root, p string) bool {
 	if d, err = filepath.Abs(d); err != nil {
 		return true
 	}
-	rel, err := filepath.Rel(r, filepath.Join(d, filepath.Base(p)))
-	if err != nil {
-		return true
-	}
-	return rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	return statedir.Within(r, filepath.Join(d, filepath.Base(p)))
 }

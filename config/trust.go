@@ -56,6 +56,14 @@ func (c *Config) Split() (*Config, []Widening) {
 	add := func(pos Pos, key, format string, args ...any) {
 		ws = append(ws, Widening{Pos: pos, Key: key, What: fmt.Sprintf(format, args...)})
 	}
+	// off reports whether enable is false, which applies without trust;
+	// enable = true is listed, as doing what.
+	off := func(enable *bool, pos Pos, key, what string) bool {
+		if enable != nil && *enable {
+			ws = append(ws, Widening{Pos: pos, Key: key + ".enable", What: what})
+		}
+		return enable != nil && !*enable
+	}
 	n.Defaults, n.Batch = c.Defaults, c.Batch
 
 	for _, name := range slices.Sorted(maps.Keys(c.Tools)) {
@@ -63,12 +71,8 @@ func (c *Config) Split() (*Config, []Widening) {
 		key := "tools." + name
 		nt := &Tool{Name: t.Name, Timeout: t.Timeout, Summary: t.Summary, Description: t.Description,
 			Concurrency: t.Concurrency, MaxConcurrency: t.MaxConcurrency, Pos: t.Pos}
-		switch {
-		case t.Enable == nil:
-		case !*t.Enable:
+		if off(t.Enable, t.Pos, key, "turns the tool on") {
 			nt.Enable = t.Enable
-		default:
-			add(t.Pos, key+".enable", "turns the tool on")
 		}
 		switch t.Profile {
 		case "", "hardened":
@@ -108,10 +112,7 @@ func (c *Config) Split() (*Config, []Widening) {
 		for _, k := range setKeys(s, "enable", "command") {
 			add(s.Pos, key+"."+k, "changes how the toolset runs")
 		}
-		if s.Enable != nil && *s.Enable {
-			add(s.Pos, key+".enable", "turns the toolset on")
-		}
-		if s.Enable != nil && !*s.Enable {
+		if off(s.Enable, s.Pos, key, "turns the toolset on") {
 			if n.Toolsets == nil {
 				n.Toolsets = map[string]*Toolset{}
 			}
@@ -134,10 +135,7 @@ func (c *Config) Split() (*Config, []Widening) {
 		for _, k := range setKeys(s, "enable", "command", "url") {
 			add(s.Pos, key+"."+k, "changes how lathe reaches the server")
 		}
-		if s.Enable != nil && *s.Enable {
-			add(s.Pos, key+".enable", "turns the server on")
-		}
-		if s.Enable != nil && !*s.Enable {
+		if off(s.Enable, s.Pos, key, "turns the server on") {
 			if n.MCP == nil {
 				n.MCP = map[string]*MCPServer{}
 			}

@@ -1,9 +1,6 @@
 package schema
 
-import (
-	"fmt"
-	"strconv"
-)
+import "fmt"
 
 // A schema may come from a process that describes itself or from an upstream
 // MCP server, so Compile treats it as hostile input: whatever it holds, Compile
@@ -82,7 +79,7 @@ func checkNesting(raw []byte) error {
 // an object that holds itself without end; it is refused, as is a default that
 // adds more than MaxDefaultValues values once the defaults below it are in.
 func checkDefaults(nodes []*node) error {
-	c := defaultChecker{state: map[*propDefault]int8{}, size: map[*propDefault]int{}}
+	c := defaultChecker{size: map[*propDefault]int{}}
 	for _, n := range nodes {
 		for i := range n.defaults {
 			if _, err := c.expand(n, &n.defaults[i]); err != nil {
@@ -94,29 +91,26 @@ func checkDefaults(nodes []*node) error {
 }
 
 type defaultChecker struct {
-	// state is 1 while a default is being expanded and 2 once its size is
-	// known.
-	state map[*propDefault]int8
-	size  map[*propDefault]int
+	// size holds how many values filling each default in adds, once known,
+	// and -1 while the default is being expanded.
+	size map[*propDefault]int
 }
 
 // expand returns how many values filling d in at an object of node n adds.
 func (c *defaultChecker) expand(n *node, d *propDefault) (int, error) {
-	switch c.state[d] {
-	case 1:
+	if k, ok := c.size[d]; ok && k < 0 {
 		return 0, fmt.Errorf("schema: the default at %s never ends: filling it in fills it in again inside itself (a $ref back to an enclosing schema); give the inner property no default, or make it required", d.at)
-	case 2:
-		return c.size[d], nil
+	} else if ok {
+		return k, nil
 	}
-	c.state[d] = 1
+	c.size[d] = -1
 	size, err := c.walk(n.child(d.name), d.value, countValues(d.value))
 	if err != nil {
 		return 0, err
 	}
 	if size > MaxDefaultValues {
-		return 0, fmt.Errorf("schema: the default at %s grows to more than %s values once the defaults inside it are filled in", d.at, strconv.Itoa(MaxDefaultValues))
+		return 0, fmt.Errorf("schema: the default at %s grows to more than %d values once the defaults inside it are filled in", d.at, MaxDefaultValues)
 	}
-	c.state[d] = 2
 	c.size[d] = size
 	return size, nil
 }

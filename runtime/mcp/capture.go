@@ -236,9 +236,8 @@ func (b *sniffBody) Read(p []byte) (int, error) {
 		}
 		switch {
 		case b.rest:
-			buf := make([]byte, 32<<10)
-			n, err := b.src.Read(buf)
-			b.out, b.err = buf[:n], err
+			// Unscreened, the rest goes straight into p.
+			return b.src.Read(p)
 		case b.stream:
 			b.out, b.err = b.line()
 		default:

@@ -197,64 +197,65 @@ func members(b []byte, i int, f func(key string, vs, ve int)) error {
 	if i >= len(b) || b[i] != '{' {
 		return errSyntax
 	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return nil
-	}
-	for {
+	return items(b, i, '}', func(i int) (int, error) {
 		if i >= len(b) || b[i] != '"' {
-			return errSyntax
+			return 0, errSyntax
 		}
 		ke, err := stringEnd(b, i)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		key := string(b[i+1 : ke-1])
 		if bytes.IndexByte(b[i:ke], '\\') >= 0 && json.Unmarshal(b[i:ke], &key) != nil {
-			return errSyntax
+			return 0, errSyntax
 		}
 		i = skipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
-			return errSyntax
+			return 0, errSyntax
 		}
 		vs := skipSpace(b, i+1)
 		ve, _, err := value(b, vs)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		f(key, vs, ve)
-		i = skipSpace(b, ve)
-		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
-			continue
-		}
-		if i < len(b) && b[i] == '}' {
-			return nil
-		}
-		return errSyntax
-	}
+		return ve, nil
+	})
 }
 
 // elements calls f with the span and depth of each element of the array
 // b, which starts with '['.
 func elements(b []byte, f func(vs, ve, depth int)) error {
-	i := skipSpace(b, 1)
-	if i < len(b) && b[i] == ']' {
+	return items(b, 0, ']', func(vs int) (int, error) {
+		ve, depth, err := value(b, vs)
+		if err != nil {
+			return 0, err
+		}
+		f(vs, ve, depth)
+		return ve, nil
+	})
+}
+
+// items calls item at the start of each item of the object or array whose
+// opening bracket is b[open], up to the closing bracket end; item returns
+// where its item ends. It reads the commas and the brackets, which members
+// and elements share.
+func items(b []byte, open int, end byte, item func(i int) (int, error)) error {
+	i := skipSpace(b, open+1)
+	if i < len(b) && b[i] == end {
 		return nil
 	}
 	for {
-		vs := i
-		ve, depth, err := value(b, vs)
+		e, err := item(i)
 		if err != nil {
 			return err
 		}
-		f(vs, ve, depth)
-		i = skipSpace(b, ve)
+		i = skipSpace(b, e)
 		if i < len(b) && b[i] == ',' {
 			i = skipSpace(b, i+1)
 			continue
 		}
-		if i < len(b) && b[i] == ']' {
+		if i < len(b) && b[i] == end {
 			return nil
 		}
 		return errSyntax

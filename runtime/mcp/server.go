@@ -226,10 +226,8 @@ func (s *server) start() (*session, []upTool, error) {
 			// server's own program, not the supervisor's.
 			setProcessGroup(cmd)
 		} else {
-			cleanup, err := s.cfg.Sandbox(cmd)
-			if cleanup != nil {
-				sess.cleanup = cleanup
-			}
+			var err error
+			sess.cleanup, err = s.cfg.Sandbox(cmd)
 			if err != nil {
 				sess.shut()
 				return nil, nil, fmt.Errorf("starting: sandbox: %w", err)

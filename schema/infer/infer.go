@@ -134,15 +134,16 @@ func nullablePointers(t reflect.Type, s *jsonschema.Schema, depth int) {
 		return
 	}
 	switch t.Kind() {
-	case reflect.Slice, reflect.Array:
-		nullablePointers(t.Elem(), s.Items, depth+1)
-		if t.Elem().Kind() == reflect.Pointer && s.Items != nil {
-			s.Items = orNull(s.Items)
+	case reflect.Slice, reflect.Array, reflect.Map:
+		// The schema of the elements: the items of an array, the
+		// additional properties of an object.
+		elem := &s.Items
+		if t.Kind() == reflect.Map {
+			elem = &s.AdditionalProperties
 		}
-	case reflect.Map:
-		nullablePointers(t.Elem(), s.AdditionalProperties, depth+1)
-		if t.Elem().Kind() == reflect.Pointer && s.AdditionalProperties != nil {
-			s.AdditionalProperties = orNull(s.AdditionalProperties)
+		nullablePointers(t.Elem(), *elem, depth+1)
+		if t.Elem().Kind() == reflect.Pointer && *elem != nil {
+			*elem = orNull(*elem)
 		}
 	case reflect.Struct:
 		if s.Properties == nil {
