@@ -41,7 +41,7 @@ func workspaceToken(ws string) (token, file string, err error) {
 	file = filepath.Join(dir, hex.EncodeToString(sum[:16])+".token")
 	token, err = readToken(file)
 	if errors.Is(err, fs.ErrNotExist) {
-		token, err = writeToken(dir, file)
+		token, err = writeToken(file)
 	}
 	return token, file, err
 }
@@ -109,7 +109,7 @@ func checkPrivateInfo(path string, fi fs.FileInfo, dir bool) error {
 
 // readToken reads a token file, without following a symbolic link.
 func readToken(file string) (string, error) {
-	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, fi, err := statedir.Open(file)
 	if errors.Is(err, syscall.ELOOP) {
 		return "", &usageError{fmt.Errorf("refusing the token file %s: it is a symbolic link", file)}
 	}
@@ -117,10 +117,6 @@ func readToken(file string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
 	if err := checkPrivateInfo(file, fi, false); err != nil {
 		return "", err
 	}
@@ -136,31 +132,15 @@ func readToken(file string) (string, error) {
 	return t, nil
 }
 
-// writeToken makes a token and writes it to file whole: it is written to a
-// temporary file first and linked into place, so that a reader never sees
-// half a token, and a lathe that made one at the same moment wins alone.
-func writeToken(dir, file string) (string, error) {
+// writeToken makes a token and writes it to file whole, so that a reader
+// never sees half a token, and a lathe that made one at the same moment
+// wins alone: the loser reads the winner's.
+func writeToken(file string) (string, error) {
 	token, err := newToken()
 	if err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(dir, ".token-*")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(token + "\n"); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	if err := os.Link(tmp.Name(), file); errors.Is(err, fs.ErrExist) {
+	if err := statedir.CreateFile(file, []byte(token+"\n")); errors.Is(err, fs.ErrExist) {
 		return readToken(file)
 	} else if err != nil {
 		return "", err
