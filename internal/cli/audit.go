@@ -101,13 +101,9 @@ func newGrantsCmd(g *globals) *cobra.Command {
 			"directory ($XDG_STATE_HOME/lathe/grants), where no tool can write them.",
 		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ws, err := g.workspaceDir()
+			gr, err := g.workspaceGrants()
 			if err != nil {
 				return err
-			}
-			gr, err := openGrants(ws)
-			if err != nil {
-				return &untrustedError{err}
 			}
 			gs, err := gr.List(cmd.Context())
 			if err != nil && len(gs) == 0 {
@@ -131,6 +127,21 @@ func newGrantsCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the grants as a JSON array")
 	return cmd
+}
+
+// workspaceGrants opens the grants of the workspace for the audit
+// commands; a store lathe cannot open, or will not trust, is an
+// untrustedError.
+func (g *globals) workspaceGrants() (*audit.Grants, error) {
+	ws, err := g.workspaceDir()
+	if err != nil {
+		return nil, err
+	}
+	gr, err := openGrants(ws)
+	if err != nil {
+		return nil, &untrustedError{err}
+	}
+	return gr, nil
 }
 
 // grantLine is a grant as a person reads it: the tool, and the command
@@ -187,13 +198,9 @@ func newGrantCmd(g *globals) *cobra.Command {
 			if !tool.ValidName(args[0]) {
 				return &usageError{fmt.Errorf("%q is not a tool name", args[0])}
 			}
-			ws, err := g.workspaceDir()
+			gr, err := g.workspaceGrants()
 			if err != nil {
 				return err
-			}
-			gr, err := openGrants(ws)
-			if err != nil {
-				return &untrustedError{err}
 			}
 			grant := policy.Grant{Tool: args[0], Command: command, Created: time.Now()}
 			if err := gr.AddGrant(cmd.Context(), grant); err != nil {
@@ -239,13 +246,9 @@ func newRevokeCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.streams.Out, "forgot the old grants in %s\n", s.Path())
 				return nil
 			}
-			ws, err := g.workspaceDir()
+			gr, err := g.workspaceGrants()
 			if err != nil {
 				return err
-			}
-			gr, err := openGrants(ws)
-			if err != nil {
-				return &untrustedError{err}
 			}
 			ok, err := gr.Revoke(cmd.Context(), args[0])
 			if err != nil {

@@ -5,10 +5,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/internal/childenv"
+	"github.com/lathe-tools/lathe/internal/statedir"
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/sandbox"
 	"github.com/lathe-tools/lathe/tools"
@@ -107,7 +107,7 @@ func mcpSandbox(cfg *config.Config, srv config.MCPServer, ws, dir string) func(*
 	sc.Perms.Network = sc.Perms.Network || p.Network
 	sc.Perms.Env = slices.Concat(sc.Perms.Env, p.Env, slices.Sorted(maps.Keys(srv.Env)))
 	sc.Hide = append(slices.Clone(sc.Hide), tools.StateDir)
-	if rel, err := filepath.Rel(ws, dir); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+	if !statedir.Within(ws, dir) {
 		// The configured working directory must exist for the server.
 		sc.Perms.Read = append(sc.Perms.Read, dir)
 	}

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/lathe-tools/lathe/internal/statedir"
 )
 
 // A token file holds the bearer token of lathe serve --http for one
@@ -39,7 +41,7 @@ func workspaceToken(ws string) (token, file string, err error) {
 	file = filepath.Join(dir, hex.EncodeToString(sum[:16])+".token")
 	token, err = readToken(file)
 	if errors.Is(err, fs.ErrNotExist) {
-		token, err = writeToken(dir, file)
+		token, err = writeToken(file)
 	}
 	return token, file, err
 }
@@ -47,53 +49,29 @@ func workspaceToken(ws string) (token, file string, err error) {
 // tokenDir is the directory of token files: the first candidate that is
 // not inside the workspace.
 func tokenDir(ws string) (string, error) {
-	var bases []string
-	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		bases = append(bases, d)
-	} else if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
-		bases = append(bases, filepath.Join(home, ".local", "state"))
+	var dirs []string
+	if d, err := statedir.Dir("tokens"); err == nil {
+		dirs = append(dirs, d)
 	}
 	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
-		bases = append(bases, d)
+		dirs = append(dirs, filepath.Join(d, "lathe", "tokens"))
 	}
-	for _, b := range bases {
-		if !within(b, ws) {
-			return filepath.Join(b, "lathe", "tokens"), nil
+	resolved, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		return "", err
+	}
+	for _, d := range dirs {
+		// d's own name counts as well as where it leads: a link inside the
+		// workspace that leads out could be turned back in by a tool.
+		if statedir.Within(ws, d) || statedir.Within(resolved, d) {
+			continue
+		}
+		if in, err := statedir.Inside(d, resolved); err == nil && !in {
+			return d, nil
 		}
 	}
 	return "", &usageError{fmt.Errorf("no place for the HTTP token outside the workspace %s (XDG_STATE_HOME and "+
 		"XDG_RUNTIME_DIR lie inside it or are unset): give one with --token or $%s", ws, TokenEnv)}
-}
-
-// within reports whether path is ws or below it, symbolic links resolved
-// where they exist.
-func within(path, ws string) bool {
-	for _, p := range []string{path, resolveExisting(path)} {
-		for _, w := range []string{ws, resolveExisting(ws)} {
-			if rel, err := filepath.Rel(w, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// resolveExisting resolves the symbolic links of the longest existing
-// prefix of path.
-func resolveExisting(path string) string {
-	path = filepath.Clean(path)
-	rest := ""
-	for {
-		if r, err := filepath.EvalSymlinks(path); err == nil {
-			return filepath.Join(r, rest)
-		}
-		parent := filepath.Dir(path)
-		if parent == path {
-			return filepath.Join(path, rest)
-		}
-		rest = filepath.Join(filepath.Base(path), rest)
-		path = parent
-	}
 }
 
 // checkPrivate refuses a token file or directory that is a symbolic link,
@@ -131,7 +109,7 @@ func checkPrivateInfo(path string, fi fs.FileInfo, dir bool) error {
 
 // readToken reads a token file, without following a symbolic link.
 func readToken(file string) (string, error) {
-	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, fi, err := statedir.Open(file)
 	if errors.Is(err, syscall.ELOOP) {
 		return "", &usageError{fmt.Errorf("refusing the token file %s: it is a symbolic link", file)}
 	}
@@ -139,10 +117,6 @@ func readToken(file string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
 	if err := checkPrivateInfo(file, fi, false); err != nil {
 		return "", err
 	}
@@ -158,31 +132,15 @@ func readToken(file string) (string, error) {
 	return t, nil
 }
 
-// writeToken makes a token and writes it to file whole: it is written to a
-// temporary file first and linked into place, so that a reader never sees
-// half a token, and a lathe that made one at the same moment wins alone.
-func writeToken(dir, file string) (string, error) {
+// writeToken makes a token and writes it to file whole, so that a reader
+// never sees half a token, and a lathe that made one at the same moment
+// wins alone: the loser reads the winner's.
+func writeToken(file string) (string, error) {
 	token, err := newToken()
 	if err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(dir, ".token-*")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(token + "\n"); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	if err := os.Link(tmp.Name(), file); errors.Is(err, fs.ErrExist) {
+	if err := statedir.CreateFile(file, []byte(token+"\n")); errors.Is(err, fs.ErrExist) {
 		return readToken(file)
 	} else if err != nil {
 		return "", err

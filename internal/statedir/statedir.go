@@ -3,13 +3,16 @@
 // users and the workspace out of it, and the atomic write of one record.
 // The trust records (package trust) and the grants (package audit) live
 // there; both are rules a person made, so nothing a tool can write may
-// reach them.
+// reach them. The token files of lathe serve --http live there too; a
+// token is a secret, not a rule, so its reader checks more than
+// [CheckDir] does: that no one else may even read it.
 package statedir
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,15 +95,31 @@ func MkdirAll(dir, what string) error {
 // WriteFile replaces the file p with data at once: it writes a temporary
 // file of mode 0600 beside it, syncs it, renames it over p and syncs the
 // directory. A reader sees the old bytes or the new, never a part.
-func WriteFile(p string, data []byte) (err error) {
+func WriteFile(p string, data []byte) error {
+	return place(p, data, os.Rename)
+}
+
+// CreateFile writes the file p with data at once, as [WriteFile] does,
+// but only where p does not exist yet: the temporary file is linked into
+// place, so that of two writers at the same moment one wins alone and the
+// other gets an error that wraps fs.ErrExist.
+func CreateFile(p string, data []byte) error {
+	return place(p, data, os.Link)
+}
+
+// place writes data to a temporary file of mode 0600 beside p, syncs it,
+// puts it at p with put (a rename or a link) and syncs the directory.
+func place(p string, data []byte, put func(tmp, p string) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(p), ".record-*")
 	if err != nil {
 		return err
 	}
+	// After a rename the name is gone and this does nothing; after a link
+	// it removes the second name.
+	defer os.Remove(tmp.Name())
 	defer func() {
 		if err != nil {
 			tmp.Close()
-			os.Remove(tmp.Name())
 		}
 	}()
 	// CreateTemp makes the file 0600 already; say so, whatever the umask.
@@ -116,10 +135,10 @@ func WriteFile(p string, data []byte) (err error) {
 	if err = tmp.Close(); err != nil {
 		return err
 	}
-	if err = os.Rename(tmp.Name(), p); err != nil {
+	if err = put(tmp.Name(), p); err != nil {
 		return err
 	}
-	// The rename lasts only once the directory is synced.
+	// The new name lasts only once the directory is synced.
 	if d, err := os.Open(filepath.Dir(p)); err == nil {
 		d.Sync()
 		d.Close()
@@ -132,7 +151,7 @@ func WriteFile(p string, data []byte) (err error) {
 // does not hang the reader). An error that wraps fs.ErrNotExist means
 // there is no record.
 func ReadFile(p string) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, fi, err := Open(p)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			return nil, fmt.Errorf("%s is a symbolic link, not a record", p)
@@ -140,12 +159,25 @@ func ReadFile(p string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", p)
 	}
 	return io.ReadAll(f)
+}
+
+// Open opens p for reading without following a symbolic link (the error
+// then wraps syscall.ELOOP) and without blocking on a FIFO, and returns
+// the information of the file it opened, for the caller's checks: a stat
+// of the name could meet another file than the one read.
+func Open(p string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
