@@ -140,6 +140,11 @@ func Parse(name string, data []byte) (*Config, error) {
 				keyString([]string{"tools", n}), tool.NamePattern)})
 		}
 	}
+	for n, s := range cfg.MCP {
+		if s != nil {
+			s.Name = n
+		}
+	}
 	if err := joinSorted(errs); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,15 @@ import (
 	"time"
 )
 
+// ToolPrefix is what is put before the server's tool names in lathe's
+// registry: Prefix, or "NAME__" when it is not set.
+func (s *MCPServer) ToolPrefix() string {
+	if s.Prefix != nil {
+		return *s.Prefix
+	}
+	return s.Name + "__"
+}
+
 // MCPServer is an [mcp.NAME] table: an upstream MCP server whose tools
 // lathe offers as its own. A server is spoken to over stdio (Command) or
 // over streamable HTTP (URL), never both.

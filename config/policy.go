@@ -107,10 +107,7 @@ func (c *Config) mayBeUnloaded(pattern string, loaded func(server string) bool) 
 		if loaded(name) {
 			continue
 		}
-		prefix := name + "__"
-		if s.Prefix != nil {
-			prefix = *s.Prefix
-		}
+		prefix := s.ToolPrefix()
 		if strings.HasPrefix(lit, prefix) || strings.HasPrefix(prefix, lit) && len(lit) < len(pattern) {
 			return true
 		}

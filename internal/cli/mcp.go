@@ -176,11 +176,7 @@ func skippedTables(cfg *config.Config, skipped []config.MCPServer, known map[str
 			continue
 		}
 		for _, s := range skipped {
-			prefix := s.Name + "__"
-			if s.Prefix != nil {
-				prefix = *s.Prefix
-			}
-			if strings.HasPrefix(name, prefix) {
+			if strings.HasPrefix(name, s.ToolPrefix()) {
 				known[name] = true
 				warn(fmt.Errorf("%s: [tools.%s] is not checked: it may name a tool of the optional MCP server %s, which is skipped",
 					cfg.Tools[name].Pos, name, s.Name))
