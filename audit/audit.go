@@ -152,6 +152,13 @@ CREATE TABLE IF NOT EXISTS calls (
 );
 CREATE INDEX IF NOT EXISTS calls_tool ON calls(tool, time_ns);`
 
+// isBusy reports whether err is SQLite's SQLITE_BUSY (extended codes
+// included).
+func isBusy(err error) bool {
+	var c interface{ Code() int }
+	return errors.As(err, &c) && c.Code()&0xff == 5
+}
+
 // Open opens (creating it and its directory if need be) the database at path.
 func Open(path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -168,6 +175,13 @@ func Open(path string) (*Store, error) {
 	}
 	wdb.SetMaxOpenConns(1)
 	w, err := newWriter(wdb)
+	// SQLite does not call the busy handler everywhere: switching a new
+	// file to WAL while other processes open it too can fail at once with
+	// SQLITE_BUSY. Opening is tried again, for as long as the busy timeout.
+	for wait, end := 5*time.Millisecond, time.Now().Add(busyTimeout); err != nil && isBusy(err) && time.Now().Before(end); wait = min(2*wait, 200*time.Millisecond) {
+		time.Sleep(wait)
+		w, err = newWriter(wdb)
+	}
 	if err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("audit: opening %s: %w", path, err)
