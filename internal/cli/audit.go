@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -268,21 +267,13 @@ func newRevokeCmd(g *globals) *cobra.Command {
 // openAudit opens the workspace's audit database, or returns nil when no
 // call has created it yet.
 func (g *globals) openAudit() (*audit.Store, error) {
-	ws := g.workspace
-	if ws == "" {
-		ws = "."
-	}
-	ws, err := filepath.Abs(ws)
-	if err != nil {
-		return nil, &usageError{err}
-	}
 	// An untrusted [audit] path is not followed: it could name a database
 	// of forged grants.
-	cfg, _, err := g.loadConfig(ws, trustWarn)
+	w, err := g.readWorkspace(trustWarn)
 	if err != nil {
 		return nil, err
 	}
-	path := auditPath(cfg, ws)
+	path := w.AuditPath()
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

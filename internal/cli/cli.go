@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/policy"
 	"github.com/lathe-tools/lathe/tool"
 )
@@ -47,7 +48,7 @@ func MainWith(extra ...tool.Tool) int {
 // Run runs lathe with args and returns the exit code.
 func Run(ctx context.Context, args []string, s Streams, extra ...tool.Tool) int {
 	root, g := newRoot(s, extra)
-	defer g.closeStore()
+	defer g.closeWorkspaces()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -81,8 +82,14 @@ type globals struct {
 	// approver is asked when the policy says ask (see policy.go); nil
 	// means there is no one to ask, and ask means deny.
 	approver policy.Approver
-	storeMu  sync.Mutex
-	store    *lazyStore // the audit database, opened at the first call
+	// hooks answer what an upstream server asks when the call brings no
+	// hooks of its own: on a terminal, the person (see mcp.go).
+	hooks tool.Hooks
+	// verbose sends lathe's log to standard error (see engine.go).
+	verbose bool
+
+	mu     sync.Mutex
+	opened []*load.Workspace // closed when the command ends
 
 	// trust says what openEngine does with a workspace configuration
 	// that needs a person's trust and lacks it (see trust.go).
@@ -90,7 +97,7 @@ type globals struct {
 }
 
 func newRoot(s Streams, extra []tool.Tool) (*cobra.Command, *globals) {
-	g := &globals{streams: s, extra: extra}
+	g := &globals{streams: s, extra: extra, hooks: terminalHooks(s)}
 	root := &cobra.Command{
 		Use:   "lathe",
 		Short: "Run tools for LLM agents",
@@ -103,8 +110,9 @@ func newRoot(s Streams, extra []tool.Tool) (*cobra.Command, *globals) {
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.PersistentFlags().StringVar(&g.workspace, "workspace", "", "workspace root (default: the current directory)")
+	root.PersistentFlags().StringVar(&g.workspace, "workspace", "", "workspace root (default: the nearest directory up from the current one that holds lathe.toml or .git, else the current one)")
 	root.PersistentFlags().StringVar(&g.config, "config", "", "configuration file to use instead of WORKSPACE/lathe.toml")
+	root.PersistentFlags().BoolVar(&g.verbose, "verbose", false, "write lathe's log (call records, tools' standard error, MCP servers' messages) to standard error; also LATHE_LOG=debug")
 	root.AddCommand(newListCmd(g), newDescribeCmd(g), newCallCmd(g), newVersionCmd(g))
 	root.AddCommand(newBatchCmd(g))
 	root.AddCommand(newServeCmd(g))

@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,174 +15,8 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/lathe-tools/lathe"
-	"github.com/lathe-tools/lathe/config"
-	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/tool"
 )
-
-// upstream is what lathe keeps of the MCP servers of one engine: the pool,
-// and who wants to hear that their tools changed (lathe serve does). It is
-// found by engine, so that the commands need not carry it.
-type upstream struct {
-	pool *mcp.Pool
-
-	mu        sync.Mutex
-	listeners []func()
-	// ask answers what a server asks when the call that caused it brings no
-	// hooks of its own: on a terminal, the person is asked. lathe serve
-	// turns it off, since its terminal is not the person's.
-	ask tool.Hooks
-}
-
-var upstreams sync.Map // *lathe.Engine → *upstream
-
-func upstreamOf(e *lathe.Engine) *upstream {
-	u, _ := upstreams.Load(e)
-	up, _ := u.(*upstream)
-	return up
-}
-
-// onToolsChanged calls f whenever an upstream server of e changes its tools.
-func onToolsChanged(e *lathe.Engine, f func()) {
-	if u := upstreamOf(e); u != nil {
-		u.mu.Lock()
-		u.listeners = append(u.listeners, f)
-		u.mu.Unlock()
-	}
-}
-
-// quietUpstream stops the servers of e from asking on lathe's terminal.
-func quietUpstream(e *lathe.Engine) {
-	if u := upstreamOf(e); u != nil {
-		u.mu.Lock()
-		u.ask = tool.Hooks{}
-		u.mu.Unlock()
-	}
-}
-
-func (u *upstream) changed() {
-	u.mu.Lock()
-	ls := slices.Clone(u.listeners)
-	u.mu.Unlock()
-	for _, f := range ls {
-		f()
-	}
-}
-
-// hooks are the pool's fallback hooks; each looks up u.ask at the time of
-// the request, so that quietUpstream takes effect after the pool exists.
-func (u *upstream) hooks() tool.Hooks {
-	get := func() tool.Hooks {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		return u.ask
-	}
-	return tool.Hooks{
-		Progress: func(p tool.Progress) {
-			if h := get(); h.Progress != nil {
-				h.Progress(p)
-			}
-		},
-		Elicit: func(ctx context.Context, r *tool.ElicitRequest) (*tool.ElicitResult, error) {
-			if h := get(); h.Elicit != nil {
-				return h.Elicit(ctx, r)
-			}
-			return nil, fmt.Errorf("the tool asks for input (%s), and there is no terminal to ask on", r.Message)
-		},
-		Sample: func(ctx context.Context, r *tool.SamplingRequest) (*tool.SamplingResult, error) {
-			if h := get(); h.Sample != nil {
-				return h.Sample(ctx, r)
-			}
-			return nil, fmt.Errorf("the tool asks for a model's completion, and there is no terminal to ask on")
-		},
-	}
-}
-
-// loadMCP starts the [mcp.NAME] servers of cfg and registers their tools in
-// e, marking their names known for cfg.Unused. The engine closes the pool.
-func (g *globals) loadMCP(e *lathe.Engine, cfg *config.Config, ws string, known map[string]bool) error {
-	servers, err := cfg.MCPServers(os.LookupEnv)
-	if err != nil {
-		return &configError{err}
-	}
-	warn := func(err error) { fmt.Fprintln(g.streams.Err, "lathe: warning:", err) }
-	var skipped []config.MCPServer
-	cfgs := make([]mcp.Config, 0, len(servers))
-	for _, s := range servers {
-		if s.Unavailable != nil {
-			warn(fmt.Errorf("%w (optional, skipped)", s.Unavailable))
-			skipped = append(skipped, s)
-			continue
-		}
-		dir := s.Cwd
-		if dir == "" {
-			dir = ws
-		} else if !filepath.IsAbs(dir) {
-			dir = filepath.Join(ws, dir)
-		}
-		cfgs = append(cfgs, mcp.Config{
-			Name: s.Name, Command: s.Command, Env: s.Env, PassEnv: s.Permissions.Env, Dir: dir,
-			URL: s.URL, Headers: s.Headers, Prefix: s.Prefix, Allow: s.Allow, Deny: s.Deny,
-			Timeout: s.Timeout, StartupTimeout: s.StartupTimeout, Optional: s.Optional,
-			Sandbox: mcpSandbox(cfg, s, ws, dir),
-		})
-	}
-	defer func() { skippedTables(cfg, skipped, known, warn) }()
-	if len(cfgs) == 0 {
-		return nil
-	}
-	u := &upstream{ask: terminalHooks(g.streams)}
-	pool, err := mcp.Open(context.Background(), e, cfgs, mcp.Options{
-		Hooks:    u.hooks(),
-		Adjust:   cfg.Apply,
-		OnChange: u.changed,
-		Warn:     warn,
-		OnClose:  func() { upstreams.Delete(e) },
-	})
-	if errors.Is(err, mcp.ErrCollision) {
-		return &configError{err}
-	}
-	if err != nil {
-		return &tool.Error{Kind: tool.KindRuntimeFailure, Stage: "load", Err: err}
-	}
-	u.pool = pool
-	upstreams.Store(e, u)
-	for _, name := range pool.Skipped() {
-		if i := slices.IndexFunc(servers, func(s config.MCPServer) bool { return s.Name == name }); i >= 0 {
-			skipped = append(skipped, servers[i])
-		}
-	}
-	for _, n := range pool.Names() {
-		known[n] = true
-	}
-	if !slices.ContainsFunc(e.Tools(), func(d tool.Definition) bool { return strings.HasPrefix(d.Source, "mcp.") }) {
-		// The engine closes the pool through its tools; with none, nothing
-		// would.
-		pool.Close()
-	}
-	return nil
-}
-
-// skippedTables accepts, with a warning, each [tools.NAME] table that names
-// no known tool but would name one of a skipped optional server, under its
-// prefix: which tools such a server has cannot be known, and a server lathe
-// can do without must not stop it by its absence.
-func skippedTables(cfg *config.Config, skipped []config.MCPServer, known map[string]bool, warn func(error)) {
-	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
-		if known[name] {
-			continue
-		}
-		for _, s := range skipped {
-			if strings.HasPrefix(name, s.ToolPrefix()) {
-				known[name] = true
-				warn(fmt.Errorf("%s: [tools.%s] is not checked: it may name a tool of the optional MCP server %s, which is skipped",
-					cfg.Tools[name].Pos, name, s.Name))
-				break
-			}
-		}
-	}
-}
 
 // terminalHooks ask the person at the terminal what an upstream server
 // asks, and show its progress; none when standard input is not a terminal.

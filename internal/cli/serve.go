@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lathe-tools/lathe/server"
+	"github.com/lathe-tools/lathe/tool"
 )
 
 // TokenEnv names the variable that gives lathe serve --http its bearer token
@@ -51,16 +52,19 @@ func newServeCmd(g *globals) *cobra.Command {
 			// A server has no one to ask, and must not serve part of
 			// its tools without saying so: an untrusted configuration
 			// stops it.
+			// Its terminal is not the person's: what an upstream server
+			// asks goes to the client whose call caused it, or is refused.
 			g.trust = trustRefuse
-			e, err := g.openEngine()
+			g.hooks = tool.Hooks{}
+			w, err := g.openWorkspace(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer e.Close()
-			quietUpstream(e)
+			e := w.Engine
+			defer w.Close()
 			srv := server.New(e, server.Options{Name: "lathe", Version: version()})
 			defer srv.Close()
-			onToolsChanged(e, srv.Sync)
+			w.OnToolsChanged(srv.Sync)
 			ctx := cmd.Context()
 			if ln == nil {
 				return srv.ServeStdio(ctx, g.streams.In, g.streams.Out)

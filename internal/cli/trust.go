@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/lathe-tools/lathe/config"
+	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/trust"
 )
 
@@ -51,107 +52,22 @@ func trustStore() (*trust.Store, error) {
 	return trust.Open(dir), nil
 }
 
-// loadConfig reads the configuration of the workspace ws (an absolute
-// path) and applies of each workspace file what its trust allows; see
-// config.Decide. Each file is read once: the bytes checked are the bytes
-// used.
-func (g *globals) loadConfig(ws string, mode trustMode) (*config.Config, []config.Pending, error) {
-	srcs, err := config.ReadSources(ws, g.config)
-	if err != nil {
-		return nil, nil, &configError{err}
-	}
-	store, storeErr := trustStore()
-	status := map[*config.Source]trust.Status{}
-	records := map[*config.Source]*trust.Record{}
-	check := func(s *config.Source) (bool, error) {
-		if storeErr != nil {
-			return false, storeErr
-		}
-		st, rec, err := store.Check(ws, s.Name, s.Data)
-		status[s], records[s] = st, rec
-		return st == trust.Trusted, err
-	}
-	cfg, pending, err := config.Decide(srcs, check)
-	if err != nil {
-		return nil, nil, &untrustedError{err}
-	}
-	if len(pending) == 0 {
-		return cfg, pending, nil
-	}
-	if mode == trustAsk && isTerminal(g.streams.In) {
-		asked := false
-		for _, p := range pending {
-			// A changed file shows what changed; a new one, what it
-			// would do (lathe trust shows the whole of it).
-			diff := ""
-			if r := records[p.Source]; r != nil {
-				diff = trust.Diff(r.Content, string(p.Source.Data))
-			}
-			showPending(g.streams.Err, p.Source.Name, status[p.Source], p.Widenings, diff)
-			ok, err := confirm(g.streams.In, g.streams.Err, "Trust "+trust.Visible(p.Source.Name)+"?")
-			if err != nil {
-				return nil, nil, err
-			}
-			if ok {
-				if err := store.Trust(ws, p.Source.Name, p.Source.Data); err != nil {
-					return nil, nil, &untrustedError{err}
-				}
-				asked = true
-			}
-		}
-		if asked {
-			if cfg, pending, err = config.Decide(srcs, check); err != nil {
-				return nil, nil, &untrustedError{err}
-			}
-		}
-		if len(pending) == 0 {
-			return cfg, pending, nil
-		}
-	}
-	cmd := g.trustCommand(ws, pending)
-	if mode == trustRefuse {
-		var sb strings.Builder
-		for _, p := range pending {
-			fmt.Fprintf(&sb, "%s is %s, and it would:\n", trust.Visible(p.Source.Name), status[p.Source])
-			writeWidenings(&sb, p.Widenings)
-		}
-		fmt.Fprintf(&sb, "read it, then run: %s", cmd)
-		return nil, nil, &untrustedError{errors.New("the workspace configuration needs your trust before lathe serves it: " + sb.String())}
-	}
-	for _, p := range pending {
-		fmt.Fprintf(g.streams.Err, "lathe: %s is %s; lathe left out what it would do:\n", trust.Visible(p.Source.Name), status[p.Source])
-		writeWidenings(g.streams.Err, p.Widenings)
-	}
-	fmt.Fprintf(g.streams.Err, "lathe: read it, then run: %s\n", cmd)
-	return cfg, pending, nil
-}
-
-// leftOut reports whether the [tools.NAME] table of name comes from a file
-// whose tools were left out for want of trust: the tool it names may be one
-// of those, so that its name being unknown is no typo.
-func leftOut(cfg *config.Config, pending []config.Pending) func(name string) bool {
-	return func(name string) bool {
-		t := cfg.Tools[name]
-		return t != nil && slices.ContainsFunc(pending, func(p config.Pending) bool { return p.Source.Name == t.Pos.File })
-	}
-}
-
 // trustCommand is the command that trusts the files of pending: the
 // workspace's own file by default, or each named.
-func (g *globals) trustCommand(ws string, pending []config.Pending) string {
+func (g *globals) trustCommand(ws string, pending []load.Untrusted) string {
 	cmd := "lathe trust --workspace " + shellQuote(ws)
 	def := g.config
 	if def == "" {
 		def = filepath.Join(ws, config.WorkspaceFile)
 	}
-	if !slices.ContainsFunc(pending, func(p config.Pending) bool { return p.Source.Name != def }) {
+	if !slices.ContainsFunc(pending, func(u load.Untrusted) bool { return u.File != def }) {
 		if g.config != "" {
 			cmd += " --config " + shellQuote(g.config)
 		}
 		return cmd
 	}
-	for _, p := range pending {
-		cmd += " " + shellQuote(p.Source.Name)
+	for _, u := range pending {
+		cmd += " " + shellQuote(u.File)
 	}
 	return cmd
 }

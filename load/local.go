@@ -1,10 +1,11 @@
-package cli
+package load
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -15,26 +16,27 @@ import (
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
-	"github.com/lathe-tools/lathe/schema"
 	"github.com/lathe-tools/lathe/tool"
 )
 
 // describeTimeout bounds asking one binary for its schema while loading.
 const describeTimeout = 30 * time.Second
 
-// loadLocal registers the local tools of cfg in e: each [tools.NAME] table
-// with a command, and every tool each [toolsets.NAME] binary describes, with
-// its [tools.NAME] table applied. It marks their names known for
-// cfg.Unused. Problems of the configuration, a binary that does not
-// describe itself among them, are config errors naming the file and line.
-func (g *globals) loadLocal(e *lathe.Engine, cfg *config.Config, ws string, known map[string]bool) error {
-	if cfg == nil || (len(cfg.Toolsets) == 0 && !slices.ContainsFunc(slices.Collect(maps.Values(cfg.Tools)), hasLocalKeys)) {
+// loadLocal registers the local tools of the configuration: each
+// [tools.NAME] table with a command, and every tool each [toolsets.NAME]
+// binary describes, with its [tools.NAME] table applied. It marks their
+// names known for cfg.Unused. Problems of the configuration, a binary that
+// does not describe itself among them, are config errors naming the file
+// and line.
+func (w *Workspace) loadLocal(ctx context.Context, opts *Options, known map[string]bool) error {
+	cfg, e := w.Config, w.Engine
+	if len(cfg.Toolsets) == 0 && !slices.ContainsFunc(slices.Collect(maps.Values(cfg.Tools)), hasLocalKeys) {
 		return nil
 	}
 	if err := cfg.CheckLocal(); err != nil {
-		return &configError{err}
+		return &ConfigError{err}
 	}
-	l := &localLoader{cfg: cfg, ws: ws, cache: process.NewCache(process.DefaultCacheDir())}
+	l := &localLoader{ctx: ctx, cfg: cfg, ws: w.Dir, log: opts.Logger, cache: process.NewCache(process.DefaultCacheDir())}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
 		if t := cfg.Tools[name]; t.IsLocal() {
@@ -49,26 +51,26 @@ func (g *globals) loadLocal(e *lathe.Engine, cfg *config.Config, ws string, know
 		t := cfg.Tools[name]
 		if known[name] && !l.local[name] && hasLocalKeys(t) {
 			errs = append(errs, &config.Error{Pos: t.Pos, Msg: fmt.Sprintf(
-				"[tools.%s] parameters, options and env apply to local tools, and %s is a %s tool", name, name, l.sourceOf(e, name))})
+				"[tools.%s] parameters, options and env apply to local tools, and %s is a %s tool", name, name, sourceOf(e, name))})
 		}
 	}
 	if err := joinByPos(errs); err != nil {
 		closeAll(l.tools)
-		return &configError{err}
+		return &ConfigError{err}
 	}
 	for _, name := range slices.Sorted(maps.Keys(l.dropped)) {
 		known[name] = true
-		fmt.Fprintln(g.streams.Err, "lathe: warning:", l.dropped[name])
+		opts.warn(l.dropped[name])
 	}
-	for _, t := range l.tools {
+	for i, t := range l.tools {
 		known[t.Definition.Name] = true
 		if !cfg.Apply(&t) {
 			t.Runtime.(tool.Closer).Close()
 			continue
 		}
 		if err := e.Register(t); err != nil {
-			closeAll(l.tools)
-			return &configError{&config.Error{Pos: l.pos[t.Definition.Name], Msg: strings.TrimPrefix(err.Error(), "lathe: ")}}
+			closeAll(l.tools[i:])
+			return &ConfigError{&config.Error{Pos: l.pos[t.Definition.Name], Msg: strings.TrimPrefix(err.Error(), "lathe: ")}}
 		}
 	}
 	return nil
@@ -106,7 +108,7 @@ func closeAll(tools []tool.Tool) {
 	}
 }
 
-func (l *localLoader) sourceOf(e *lathe.Engine, name string) string {
+func sourceOf(e *lathe.Engine, name string) string {
 	if d, ok := e.Lookup(name); ok && d.Source != "" {
 		return d.Source
 	}
@@ -115,50 +117,28 @@ func (l *localLoader) sourceOf(e *lathe.Engine, name string) string {
 
 // localLoader builds the local tools of one configuration.
 type localLoader struct {
+	ctx   context.Context
 	cfg   *config.Config
 	ws    string
+	log   *slog.Logger
 	cache *process.Cache
 	tools []tool.Tool
 	local map[string]bool       // names of the tools built
 	pos   map[string]config.Pos // where each was configured
-	// dropped holds, by name, the tools left out because the schema their
-	// binary described does not compile.
+	// dropped holds, by name, the tools left out because what their binary
+	// said of them is unusable.
 	dropped map[string]error
 }
 
-// drop leaves out the tool name, whose binary described a schema that does
-// not compile, and reports whether it did. A binary's schema is its own
-// answer, not the configuration: a bad one, hostile or mistaken, costs that
-// one tool and never the others or the process, and lathe says why on
-// standard error.
-func (l *localLoader) drop(name string, def *tool.Definition, pos config.Pos, table string) bool {
-	err := checkSchemas(def)
-	if err == nil {
-		return false
-	}
-	l.leaveOut(name, pos, table, err)
-	return true
-}
-
-// leaveOut records that the tool name is left out, and why.
+// leaveOut records that the tool name is left out, and why. A binary's
+// description is its own answer, not the configuration: a bad one, hostile
+// or mistaken, costs that one tool and never the others or the process,
+// and the warning says why.
 func (l *localLoader) leaveOut(name string, pos config.Pos, table string, why error) {
 	if l.dropped == nil {
 		l.dropped = map[string]error{}
 	}
 	l.dropped[name] = &config.Error{Pos: pos, Msg: fmt.Sprintf("%s the tool %s is left out: %v", table, name, why)}
-}
-
-// checkSchemas compiles the schemas of def as registering it will.
-func checkSchemas(def *tool.Definition) error {
-	if _, err := schema.Compile(def.InputSchema); err != nil {
-		return fmt.Errorf("its input schema is refused: %w", err)
-	}
-	if len(def.OutputSchema) > 0 {
-		if _, err := schema.Compile(def.OutputSchema); err != nil {
-			return fmt.Errorf("its output schema is refused: %w", err)
-		}
-	}
-	return nil
 }
 
 func (l *localLoader) add(t tool.Tool, pos config.Pos) error {
@@ -208,8 +188,7 @@ func (l *localLoader) tool(name string, t *config.Tool) error {
 	fail := func(format string, args ...any) error {
 		return &config.Error{Pos: t.Pos, Msg: fmt.Sprintf("[tools.%s] ", name) + fmt.Sprintf(format, args...)}
 	}
-	rtName, err := runtimeFor(t.Runtime, t.Command)
-	if err != nil {
+	if _, err := runtimeFor(t.Runtime, t.Command); err != nil {
 		return fail("%v", err)
 	}
 	cmd := process.Command{Argv: t.Command, Shell: t.Shell, Dir: l.ws, Env: t.Env}
@@ -217,8 +196,8 @@ func (l *localLoader) tool(name string, t *config.Tool) error {
 	if err != nil {
 		return fail("command: %v", err)
 	}
-	def := tool.Definition{Name: name, Source: "local", Runtime: rtName}
-	opts := process.Options{Options: t.Options}
+	def := tool.Definition{Name: name}
+	opts := process.Options{Options: t.Options, Logger: l.log}
 	sandboxOptions(&opts, l.cfg, t.Profile, cmd)
 	switch {
 	case t.Parameters != nil:
@@ -241,17 +220,18 @@ func (l *localLoader) tool(name string, t *config.Tool) error {
 		if err != nil {
 			return err
 		}
-		fill(&def, s)
-		if l.drop(name, &def, t.Pos, "[tools."+name+"]") {
+		if def, err = process.Definition(s, name); err != nil {
+			l.leaveOut(name, t.Pos, "[tools."+name+"]", err)
 			return nil
 		}
 		opts.Tool = s.Name
 	}
-	rt, err := process.New(cmd, opts)
+	pt, err := process.NewTool(def, cmd, opts)
 	if err != nil {
 		return fail("%v", err)
 	}
-	return l.add(tool.Tool{Definition: def, Runtime: rt, Timeout: t.Timeout}, t.Pos)
+	pt.Timeout = t.Timeout
+	return l.add(pt, t.Pos)
 }
 
 // describeOne asks the command of [tools.NAME] for its schema, with the
@@ -296,18 +276,9 @@ func (l *localLoader) describe(cmd process.Command, opts *process.Options, timeo
 	if timeout <= 0 || timeout > describeTimeout {
 		timeout = describeTimeout
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(l.ctx, timeout)
 	defer cancel()
 	return l.cache.Describe(ctx, cmd, opts)
-}
-
-// fill copies what a binary says of a tool into its definition.
-func fill(def *tool.Definition, s protocol.ToolSchema) {
-	def.Summary = s.Summary
-	def.Description = s.Description
-	def.InputSchema = s.Parameters
-	def.OutputSchema = s.OutputSchema
-	def.Annotations = s.Annotations
 }
 
 // toolset builds every tool a [toolsets.NAME] binary describes.
@@ -315,8 +286,7 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 	fail := func(format string, args ...any) error {
 		return &config.Error{Pos: s.Pos, Msg: fmt.Sprintf("[toolsets.%s] ", s.Name) + fmt.Sprintf(format, args...)}
 	}
-	rtName, err := runtimeFor(s.Runtime, s.Command)
-	if err != nil {
+	if _, err := runtimeFor(s.Runtime, s.Command); err != nil {
 		return fail("%v", err)
 	}
 	cmd := process.Command{Argv: s.Command, Dir: l.ws, Env: s.Env}
@@ -324,7 +294,7 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 	// [sandbox] one. The [tools.NAME] profile of one of its tools cannot
 	// apply here, since one run describes them all; it applies to that
 	// tool's calls.
-	discover := process.Options{Options: s.Options}
+	discover := process.Options{Options: s.Options, Logger: l.log}
 	sandboxOptions(&discover, l.cfg, s.Profile, cmd)
 	schemas, err := l.describe(cmd, &discover, s.Timeout)
 	if err != nil {
@@ -334,19 +304,15 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 	var errs []error
 	for _, d := range schemas {
 		name := s.Prefix + d.Name
-		if !tool.ValidName(name) {
-			// Like a bad schema, a bad name is the binary's answer: it
-			// costs that tool alone.
-			l.leaveOut(name, s.Pos, "[toolsets."+s.Name+"]", fmt.Errorf("%q is not a valid tool name", name))
-			continue
-		}
-		def := tool.Definition{Name: name, Source: "local", Runtime: rtName}
-		fill(&def, d)
-		if l.drop(name, &def, s.Pos, "[toolsets."+s.Name+"]") {
+		def, err := process.Definition(d, name)
+		if err != nil {
+			// A bad name or schema is the binary's answer: it costs that
+			// tool alone.
+			l.leaveOut(name, s.Pos, "[toolsets."+s.Name+"]", err)
 			continue
 		}
 		c := cmd
-		opts := process.Options{Tool: d.Name, Options: s.Options}
+		opts := process.Options{Tool: d.Name, Options: s.Options, Logger: l.log}
 		pos := s.Pos
 		if t := l.cfg.Tools[name]; t != nil {
 			if t.IsLocal() {
@@ -373,12 +339,13 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 			profile = t.Profile
 		}
 		sandboxOptions(&opts, l.cfg, profile, c)
-		rt, err := process.New(c, opts)
+		pt, err := process.NewTool(def, c, opts)
 		if err != nil {
 			errs = append(errs, fail("%v", err))
 			continue
 		}
-		errs = append(errs, l.add(tool.Tool{Definition: def, Runtime: rt, Timeout: s.Timeout}, pos))
+		pt.Timeout = s.Timeout
+		errs = append(errs, l.add(pt, pos))
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,163 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/lathe-tools/lathe/config"
+	"github.com/lathe-tools/lathe/runtime/mcp"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// loadMCP starts the [mcp.NAME] servers of the configuration and registers
+// their tools, marking their names known for cfg.Unused. The pool, once
+// open, belongs to the workspace: Close closes it, even when it holds no
+// tool (a server may list tools later).
+func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string]bool) error {
+	cfg, ws := w.Config, w.Dir
+	servers, err := cfg.MCPServers(os.LookupEnv)
+	if err != nil {
+		return &ConfigError{err}
+	}
+	var skipped []config.MCPServer
+	cfgs := make([]mcp.Config, 0, len(servers))
+	for _, s := range servers {
+		if s.Unavailable != nil {
+			opts.warn(fmt.Errorf("%w (optional, skipped)", s.Unavailable))
+			skipped = append(skipped, s)
+			continue
+		}
+		dir := s.Cwd
+		if dir == "" {
+			dir = ws
+		} else if !filepath.IsAbs(dir) {
+			dir = filepath.Join(ws, dir)
+		}
+		cfgs = append(cfgs, mcp.Config{
+			Name: s.Name, Command: s.Command, Env: s.Env, PassEnv: s.Permissions.Env, Dir: dir,
+			URL: s.URL, Headers: s.Headers, Prefix: s.Prefix, Allow: s.Allow, Deny: s.Deny,
+			Timeout: s.Timeout, StartupTimeout: s.StartupTimeout, Optional: s.Optional,
+			Sandbox: mcpSandbox(cfg, s, ws, dir),
+		})
+	}
+	defer func() { skippedTables(cfg, skipped, known, opts.warn) }()
+	if len(cfgs) == 0 {
+		return nil
+	}
+	mo := mcp.Options{
+		Hooks:    fallbackHooks(opts.Hooks),
+		Adjust:   cfg.Apply,
+		OnChange: w.changed,
+		Warn:     opts.warn,
+		Logger:   opts.Logger,
+	}
+	if opts.Logger != nil {
+		mo.Stderr = logWriter(opts.Logger, "MCP server stderr")
+	}
+	pool, err := mcp.Open(ctx, w.Engine, cfgs, mo)
+	if errors.Is(err, mcp.ErrCollision) {
+		return &ConfigError{err}
+	}
+	if err != nil {
+		return &tool.Error{Kind: tool.KindRuntimeFailure, Stage: "load", Err: err}
+	}
+	w.pool = pool
+	for _, name := range pool.Skipped() {
+		if i := slices.IndexFunc(servers, func(s config.MCPServer) bool { return s.Name == name }); i >= 0 {
+			skipped = append(skipped, servers[i])
+		}
+	}
+	for _, n := range pool.Names() {
+		known[n] = true
+	}
+	return nil
+}
+
+// fallbackHooks answer what a server asks when the call that caused it
+// brings no hooks of its own: with h, or with an error that says nobody can
+// answer.
+func fallbackHooks(h tool.Hooks) tool.Hooks {
+	out := h
+	if out.Elicit == nil {
+		out.Elicit = func(_ context.Context, r *tool.ElicitRequest) (*tool.ElicitResult, error) {
+			return nil, fmt.Errorf("the tool asks for input (%s), and nobody can answer it here (no terminal to ask on, no client that answers)", r.Message)
+		}
+	}
+	if out.Sample == nil {
+		out.Sample = func(context.Context, *tool.SamplingRequest) (*tool.SamplingResult, error) {
+			return nil, errors.New("the tool asks for a model's completion, and nobody can answer it here (no terminal to ask on, no client that answers)")
+		}
+	}
+	return out
+}
+
+// skippedTables accepts, with a warning, each [tools.NAME] table that names
+// no known tool but would name one of a skipped optional server, under its
+// prefix: which tools such a server has cannot be known, and a server lathe
+// can do without must not stop it by its absence.
+func skippedTables(cfg *config.Config, skipped []config.MCPServer, known map[string]bool, warn func(error)) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
+		if known[name] {
+			continue
+		}
+		for _, s := range skipped {
+			if strings.HasPrefix(name, s.ToolPrefix()) {
+				known[name] = true
+				warn(fmt.Errorf("%s: [tools.%s] is not checked: it may name a tool of the optional MCP server %s, which is skipped",
+					cfg.Tools[name].Pos, name, s.Name))
+				break
+			}
+		}
+	}
+}
+
+// logWriter returns a writer that logs each line written to it at debug
+// level, as msg with the line as "line". A line longer than maxLogLine is
+// logged in pieces.
+func logWriter(l *slog.Logger, msg string) io.Writer {
+	return &lineLogger{log: l, msg: msg}
+}
+
+type lineLogger struct {
+	log *slog.Logger
+	msg string
+	mu  sync.Mutex
+	buf []byte
+}
+
+// maxLogLine bounds a line kept before it is logged: a process that writes
+// no newline cannot make lathe hold its whole output.
+const maxLogLine = 4 << 10
+
+func (w *lineLogger) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := slices.Index(p, '\n')
+		if i < 0 {
+			room := maxLogLine - len(w.buf)
+			if len(p) < room {
+				w.buf = append(w.buf, p...)
+				break
+			}
+			w.buf = append(w.buf, p[:room]...)
+			p = p[room:]
+		} else {
+			w.buf = append(w.buf, p[:i]...)
+			p = p[i+1:]
+		}
+		w.log.Debug(w.msg, "line", string(w.buf))
+		w.buf = w.buf[:0]
+	}
+	return n, nil
+}
