@@ -16,6 +16,9 @@
 // once and is started again, with a growing back-off, by the next call. A
 // server that announces notifications/tools/list_changed has its tools
 // listed again and replaced in the engine.
+//
+// Close the pool with the engine it registered in (see [Pool]): a pool whose
+// servers hold no tool is not reached by the engine's Close.
 package mcp
 
 import (
@@ -172,9 +175,17 @@ type Options struct {
 }
 
 // Pool holds the sessions of upstream servers and runs the calls of their
-// tools. It is the [tool.Runtime] of every tool it registers; closing it (the
-// engine does, through [tool.Closer]) ends every session and stops every
-// server process.
+// tools. It is the [tool.Runtime] of every tool it registers; closing it ends
+// every session and stops every server process.
+//
+// Ownership: once [Open] returns a pool, the one who opened it owns it, as
+// long as the engine it registered in: close the pool when closing the
+// engine. The engine closes it too, through [tool.Closer], while it holds
+// one of the pool's tools, but a pool that holds none at that moment (its
+// servers listed none yet, or withdrew them all) is reached only by its own
+// Close; it stays open until then, so that a server that lists tools later
+// still has its session. Close is idempotent, so closing both ways is safe;
+// package load's Workspace does exactly that.
 type Pool struct {
 	reg     Registry
 	opts    Options
@@ -206,8 +217,8 @@ func (p *Pool) Cooperative() bool { return true }
 // that cannot be started, or a tool name that collides with one already
 // registered, fails Open, which then stops everything it started; an
 // optional server that cannot be started is passed to [Options.Warn] and
-// skipped. With no error the caller owns the pool, and closes it (or the
-// engine, which closes it once a tool of it is registered).
+// skipped. With no error the pool belongs to the caller; see [Pool] for
+// who closes it.
 func Open(ctx context.Context, reg Registry, cfgs []Config, opts Options) (*Pool, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
