@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/lathe-tools/lathe/internal/mcptest"
 	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/policy"
@@ -27,7 +29,42 @@ import (
 // writes its pid to the file the variable names.
 const serverEnv = "LATHE_LOAD_TEST_SERVER"
 
+// lateEnv switches the test binary into an upstream MCP server that starts
+// with no tools and adds one, "late", a moment after a client connects.
+const lateEnv = "LATHE_LOAD_TEST_LATE"
+
+func serveLate() {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "late", Version: "1"}, &sdk.ServerOptions{HasTools: true})
+	var once sync.Once
+	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "tools/list" {
+				// After the first listing, which found none, the tool comes.
+				once.Do(func() {
+					go func() {
+						time.Sleep(200 * time.Millisecond)
+						sdk.AddTool(srv, &sdk.Tool{Name: "late", Description: "Added after the start."},
+							func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+								return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "late here"}}}, nil, nil
+							})
+					}()
+				})
+			}
+			return res, err
+		}
+	})
+	if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
 func TestMain(m *testing.M) {
+	if os.Getenv(lateEnv) != "" {
+		serveLate()
+		os.Exit(0)
+	}
 	if pidFile := os.Getenv(serverEnv); pidFile != "" {
 		if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -207,6 +244,36 @@ func TestPoolClosedWithWorkspace(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// A server that starts with no tools keeps its session, and the tools it
+// lists later reach the engine and the workspace's listeners (lathe serve
+// sends notifications/tools/list_changed from there).
+func TestToolsListedLater(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := workspace(t, map[string]string{"lathe.toml": fmt.Sprintf(
+		"[mcp.up]\ncommand = [%q]\nenv = { %s = \"1\" }\n", exe, lateEnv)})
+	ctx := testContext(t)
+	w, err := load.Open(ctx, load.Options{Dir: ws, Approver: allowOnce(new(int)),
+		Trust: func(context.Context, load.Untrusted) (bool, error) { return true, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	changed := make(chan struct{}, 8)
+	w.OnToolsChanged(func() { changed <- struct{}{} })
+	select {
+	case <-changed:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no tools-changed event 20s after the start; tools: %s", names(w))
+	}
+	out := w.Engine.Call(ctx, &tool.Call{Name: "up__late", Arguments: json.RawMessage(`{}`)})
+	if out.Result == nil || out.Result.Text() != "late here" {
+		t.Fatalf("up__late = %+v", out.Result)
 	}
 }
 
