@@ -193,7 +193,7 @@ func ReadConfig(ctx context.Context, opts Options) (*Workspace, error) {
 // dir returns the absolute path of the workspace opts name: opts.Dir, or
 // the one [Find] finds from the current directory. It checks that the
 // path is a directory.
-func (opts Options) dir() (string, error) {
+func (opts *Options) dir() (string, error) {
 	dir := opts.Dir
 	if dir == "" {
 		wd, err := os.Getwd()
