@@ -121,7 +121,10 @@ func (e *Engine) CallBatch(ctx context.Context, calls []*tool.Call, opts *BatchO
 			i := pending[k]
 			var out *tool.Outcome
 			if b.entries[k] == nil {
-				out = unknownTool(calls[i].Name)
+				// A tool not registered when the batch was planned never
+				// runs: if it appeared since, the plan would not account
+				// for its effects.
+				out = &tool.Outcome{Result: tool.ErrorResult(unknownToolError(calls[i].Name, e.tools.Load()))}
 			} else {
 				out = e.Call(ctx, calls[i])
 			}
@@ -190,14 +193,6 @@ func callRef(i int, c *tool.Call) string {
 		return fmt.Sprintf("call #%d (%s, id %q)", i+1, c.Name, c.ID)
 	}
 	return fmt.Sprintf("call #%d (%s)", i+1, c.Name)
-}
-
-// unknownTool is the outcome of a call whose tool was not registered when its
-// batch was planned. It never runs: if the tool appeared later, the plan
-// would not account for its effects.
-func unknownTool(name string) *tool.Outcome {
-	return &tool.Outcome{Result: tool.ErrorResult(&tool.Error{Kind: tool.KindUnknownTool, Tool: name,
-		Stage: "resolve", Message: "no tool of this name; list the tools to see what exists"})}
 }
 
 // PlanBatch returns the plan [Engine.CallBatch] would follow for calls,

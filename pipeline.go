@@ -70,10 +70,10 @@ func (e *Engine) resolve(next Handler) Handler {
 			return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: inv.Call.Name, Stage: "resolve",
 				Message: "the engine is closed"}
 		}
-		en, ok := e.tools.Load().byName[inv.Call.Name]
+		reg := e.tools.Load()
+		en, ok := reg.byName[inv.Call.Name]
 		if !ok {
-			return nil, &tool.Error{Kind: tool.KindUnknownTool, Tool: inv.Call.Name, Stage: "resolve",
-				Message: "no tool of this name; list the tools to see what exists"}
+			return nil, unknownToolError(inv.Call.Name, reg)
 		}
 		inv.entry = en
 		inv.Tool = &en.tool

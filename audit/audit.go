@@ -15,6 +15,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,6 +153,21 @@ CREATE TABLE IF NOT EXISTS calls (
 );
 CREATE INDEX IF NOT EXISTS calls_tool ON calls(tool, time_ns);`
 
+// ignoreAll writes dir/.gitignore holding "*", unless a file of that name
+// exists: one the user wrote is theirs. O_EXCL also refuses a symbolic link
+// planted there, so nothing is ever written through one. A failure is not
+// the audit log's: the database works without the file.
+func ignoreAll(dir string) {
+	f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return
+	}
+	_, werr := f.WriteString("# lathe's state: the audit log. Nothing here belongs in version control.\n*\n")
+	if cerr := f.Close(); werr != nil || cerr != nil {
+		os.Remove(f.Name())
+	}
+}
+
 // isBusy reports whether err is SQLite's SQLITE_BUSY (extended codes
 // included).
 func isBusy(err error) bool {
@@ -160,9 +176,18 @@ func isBusy(err error) bool {
 }
 
 // Open opens (creating it and its directory if need be) the database at path.
+//
+// A directory it creates for the database gets a .gitignore that ignores
+// everything in it, so that lathe's state (.lathe/ by default) never shows
+// as untracked in a repository nor gets committed by accident.
 func Open(path string) (*Store, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	_, statErr := os.Lstat(dir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		ignoreAll(dir)
 	}
 	// The busy timeout comes first, so that even switching to WAL waits for
 	// another process opening the same file. WAL lets readers run beside the

@@ -53,7 +53,7 @@ func TestDocs(t *testing.T) {
 	}
 	keys("", reflect.TypeFor[Config]())
 
-	examples := regexp.MustCompile("(?s)```toml\n(.*?)```").FindAllStringSubmatch(doc, -1)
+	examples := regexp.MustCompile("(?s)```toml[^\n]*\n(.*?)```").FindAllStringSubmatch(doc, -1)
 	if len(examples) == 0 {
 		t.Fatal("docs/config.md has no TOML examples")
 	}

@@ -9,7 +9,9 @@ import (
 // Coerce repairs arguments a model sent as string-encoded JSON: where the
 // schema wants an object, an array, a number, an integer, a boolean or null
 // and the value is a string holding one ("{\"a\":1}", "[1,2]", "3", "2.5",
-// "true", "null"), the string is replaced by the value it encodes. It
+// "true", "null"), the string is replaced by the value it encodes. Where the
+// schema wants an array and the string encodes none, but fits as one of its
+// items, it becomes a list of that one item ("read_file" → ["read_file"]). It
 // recurses through properties, additionalProperties and array items, and
 // into what it has just decoded.
 //
@@ -37,7 +39,7 @@ func (n *node) coerceValue(v any) (any, bool) {
 		}
 		p, ok := n.parse(x)
 		if !ok {
-			return v, false
+			return n.wrap(x)
 		}
 		p, _ = n.coerceValue(p)
 		return p, true
@@ -75,6 +77,29 @@ func (n *node) coerceValue(v any) (any, bool) {
 		return v, changed
 	}
 	return v, false
+}
+
+// wrap returns s as a list of one where n wants an array and s fits as its
+// item (after coercion: "3" where the items are integers), since a model, or
+// a person typing key=value, gives one value where the schema wants a list of
+// them (names="read_file"). Text that starts as an array but does not parse
+// is left alone, so that a broken list is reported, not taken as one item.
+func (n *node) wrap(s string) (any, bool) {
+	if n.types&tArray == 0 || strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), "[") {
+		return s, false
+	}
+	k := n.item(0)
+	if k == nil {
+		return []any{s}, true
+	}
+	if k.types&tString != 0 {
+		return []any{s}, true
+	}
+	e, ok := k.coerceValue(s)
+	if !ok {
+		return s, false
+	}
+	return []any{e}, true
 }
 
 // parse decodes s if it holds JSON of a type n allows and not a string.

@@ -24,7 +24,10 @@ const coerceSchema = `{
 		"list":   {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}}}},
 		"tuple":  {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": {"type": "boolean"}},
 		"dict":   {"type": "object", "additionalProperties": {"type": "integer"}},
-		"open":   {}
+		"open":   {},
+		"names":  {"type": "array", "items": {"type": "string"}, "minItems": 1},
+		"any":    {"type": "array"},
+		"named":  {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]}
 	},
 	"$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}}}}
 }`
@@ -57,6 +60,12 @@ func TestCoerce(t *testing.T) {
 		{"prefix items", `{"tuple":["1","2","true","false"]}`, `{"tuple":[1,"2",true,false]}`},
 		{"additionalProperties", `{"dict":{"a":"1","b":2}}`, `{"dict":{"a":1,"b":2}}`},
 		{"several", `{"int":"1","flag":"true","text":"true"}`, `{"int":1,"flag":true,"text":"true"}`},
+		{"one string where a list of strings", `{"names":"read_file"}`, `{"names":["read_file"]}`},
+		{"one string where a list of anything", `{"any":"x"}`, `{"any":["x"]}`},
+		{"one string where a list of strings or null", `{"named":"a*"}`, `{"named":["a*"]}`},
+		{"one number where a list of numbers", `{"arr":"2.5"}`, `{"arr":[2.5]}`},
+		{"one object where a list of objects", `{"list":"{\"id\":\"4\"}"}`, `{"list":[{"id":4}]}`},
+		{"a list of strings in a string", `{"names":"[\"a\",\"b\"]"}`, `{"names":["a","b"]}`},
 
 		{"string allowed", `{"text":"42"}`, ""},
 		{"string among types", `{"either":"42"}`, ""},
@@ -73,6 +82,9 @@ func TestCoerce(t *testing.T) {
 		{"already typed", `{"int":1,"obj":{"n":2},"arr":[3]}`, ""},
 		{"empty string", `{"int":""}`, ""},
 		{"top level not an object", `"1"`, ""},
+		{"broken list is not one item", `{"names":"[\"a\","}`, ""},
+		{"text where a list of numbers", `{"arr":"many"}`, ""},
+		{"text where a tuple starts with an integer", `{"tuple":"x"}`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,6 +21,8 @@ func FuzzCoerce(f *testing.F) {
 		{`{"properties":{"a":{"oneOf":[{"type":"array","items":{"type":"boolean"}},{"type":"integer"}]}}}`, `{"a":"[\"true\"]"}`},
 		{`{"properties":{"a":{"allOf":[{"type":["integer","string"]},{"type":["integer","boolean"]}]}}}`, `{"a":"7"}`},
 		{`{"properties":{"a":{"const":3}}}`, `{"a":"3"}`},
+		{coerceSchema, `{"names":"read_file","any":"x","named":"a","arr":"2","tuple":"1"}`},
+		{`{"properties":{"a":{"type":"array","items":{"type":"array","items":{"type":"integer"}}}}}`, `{"a":"3"}`},
 	} {
 		f.Add(s.schema, s.args)
 	}

@@ -54,7 +54,12 @@ func ExampleAskBool() {
 
 	req = `{"protocol":1,"action":"run","tool":"deploy","arguments":{"env":"prod"},"answers":{"sure":true}}`
 	sdk.Handle(context.Background(), strings.NewReader(req), os.Stdout, deploy)
+
+	// An answer the question does not offer is an error the caller reads.
+	req = `{"protocol":1,"action":"run","tool":"deploy","arguments":{"env":"prod"},"answers":{"sure":"perhaps"}}`
+	sdk.Handle(context.Background(), strings.NewReader(req), os.Stdout, deploy)
 	// Output:
 	// {"type":"needs_input","question":{"id":"sure","text":"Deploy to prod?","answer_type":"boolean"}}
 	// {"type":"success","content":"deployed to prod"}
+	// {"type":"error","message":"answer \"perhaps\" to question \"sure\" is not yes or no"}
 }

@@ -340,6 +340,12 @@ func (e *needInput) Error() string { return "needs input: " + e.question.Text }
 // it does again; ask before doing anything that cannot be repeated.
 func Ask(ctx context.Context, q tool.Question) (any, error) {
 	if a, ok := request(ctx).Answers[q.ID]; ok {
+		// An answer the question does not offer (a select answer that
+		// is not one of its options) reaches the caller as an invalid
+		// argument it can correct, never the function.
+		if err := q.CheckAnswer(a); err != nil {
+			return nil, &tool.Error{Kind: tool.KindInvalidArguments, Stage: "answer", Message: err.Error()}
+		}
 		return a, nil
 	}
 	if q.Kind == "" {
@@ -349,7 +355,8 @@ func Ask(ctx context.Context, q tool.Question) (any, error) {
 }
 
 // AskBool asks a yes/no question and returns the answer: true, "true",
-// "yes", "y" and "1" are yes, whatever their case; anything else is no.
+// "yes", "y" and "1" are yes, whatever their case; false, "false", "no", "n"
+// and "0" are no, and any other answer is an error (see [Ask]).
 func AskBool(ctx context.Context, id, text string) (bool, error) {
 	a, err := Ask(ctx, tool.Question{ID: id, Text: text, Kind: tool.QuestionBoolean})
 	if err != nil {

@@ -367,9 +367,10 @@ func needsInput(q *tool.Question, why string) *sdk.CallToolResult {
 }
 
 // ServeStdio serves one client over in and out until in ends or ctx is done.
+// A line that holds no JSON-RPC message is answered with a JSON-RPC error
+// (parse error or invalid request), and the session goes on.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	t := &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}
-	err := s.mcp.Run(ctx, t)
+	err := s.mcp.Run(ctx, stdioTransport(in, out))
 	if ctx.Err() != nil {
 		return nil
 	}

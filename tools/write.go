@@ -177,7 +177,7 @@ func (s *set) editTool() (tool.Tool, error) {
 
 old_string must match the file's text exactly, white space and indentation included, and must occur exactly once: include enough surrounding lines to make it unique. Set replace_all to replace every occurrence instead (to rename something, say). The call fails, changing nothing, if old_string does not occur, if it occurs more than once without replace_all, or if new_string equals old_string.
 
-The file is rewritten atomically and keeps its permissions. lathe's own configuration (lathe.toml) and state (.lathe/) cannot be edited. Files larger than %d bytes are refused, as are edits whose result would be. Returns the number of replacements made.`, s.opts.MaxEditBytes),
+Line endings follow the file: in a file whose lines end in CRLF, "\n" in old_string and new_string stands for "\r\n". The file is rewritten atomically and keeps its permissions. lathe's own configuration (lathe.toml) and state (.lathe/) cannot be edited. Files larger than %d bytes are refused, as are edits whose result would be. Returns the number of replacements made.`, s.opts.MaxEditBytes),
 		Annotations: writes("Edit file", false),
 		Resources:   []tool.ResourceArg{{Arg: "path", Kind: tool.ResourcePath}},
 	}, s.editFile)
@@ -220,6 +220,7 @@ func (s *set) editFile(ctx context.Context, in editIn) (string, error) {
 		return "", fmt.Errorf("cannot edit %q: it is a binary file; only text files can be edited", name)
 	}
 	text := string(data)
+	in.OldString, in.NewString = matchLineEndings(text, in.OldString, in.NewString)
 	n := strings.Count(text, in.OldString)
 	switch {
 	case n == 0:

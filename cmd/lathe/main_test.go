@@ -56,6 +56,25 @@ func testTools() []tool.Tool {
 				}
 				return "hello, " + in.Name, nil
 			})),
+		// deploy asks two questions, one after the other: a select, then
+		// a confirmation, so that a batch must carry the first answer
+		// into the run that answers the second.
+		builtin.Must(builtin.Func(tool.Definition{Name: "deploy", Summary: "Ask where, then whether, to deploy."},
+			func(ctx context.Context, _ struct{}) (string, error) {
+				env, err := builtin.Ask(ctx, tool.Question{ID: "env", Text: "Where to?", Kind: tool.QuestionSelect,
+					Options: []string{"staging", "prod"}})
+				if err != nil {
+					return "", err
+				}
+				sure, err := builtin.Ask(ctx, tool.Question{ID: "sure", Text: fmt.Sprintf("Deploy to %v?", env), Kind: tool.QuestionBoolean})
+				if err != nil {
+					return "", err
+				}
+				if !builtin.AnswerBool(sure) {
+					return "", errors.New("not deploying")
+				}
+				return fmt.Sprintf("deployed to %v", env), nil
+			})),
 		// crash stands for a process that dies in the middle of a call.
 		builtin.Must(builtin.Func(tool.Definition{Name: "crash", Summary: "Exit the process mid-call."},
 			func(context.Context, struct{}) (string, error) { os.Exit(3); return "", nil })),

@@ -35,6 +35,9 @@ func newAuditCmd(g *globals) *cobra.Command {
 			"ended: it is running, or the process that ran it died.",
 		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkAuditFilter(&f); err != nil {
+				return &usageError{err}
+			}
 			if since != "" {
 				t, err := parseSince(since, time.Now())
 				if err != nil {
@@ -75,7 +78,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&f.Tool, "tool", "", "only calls of tools matching this pattern (* and ?)")
-	cmd.Flags().StringVar(&f.Decision, "decision", "", "only calls with this decision: allow, deny")
+	cmd.Flags().StringVar(&f.Decision, "decision", "", "only calls with this decision: "+strings.Join(auditDecisions, ", "))
 	cmd.Flags().StringVar(&f.Outcome, "outcome", "", "only calls with this outcome: ok, question, incomplete, or an error kind")
 	cmd.Flags().StringVar(&since, "since", "", "only calls since this time: a duration ago (1h) or an RFC 3339 time")
 	cmd.Flags().IntVar(&f.Limit, "limit", 100, "show the newest N calls; 0 or less shows all")
@@ -88,6 +91,28 @@ func newAuditCmd(g *globals) *cobra.Command {
 		}
 	}
 	return cmd
+}
+
+// auditDecisions and auditOutcomes are the values --decision and --outcome
+// accept: the values an audit record can hold. A filter on any other value
+// would match nothing and look like an empty log, so it is refused.
+var (
+	auditDecisions = []string{string(policy.Allow), string(policy.Ask), string(policy.Deny)}
+	auditOutcomes  = []string{"ok", "question", "incomplete",
+		string(tool.KindUnknownTool), string(tool.KindInvalidArguments), string(tool.KindDenied),
+		string(tool.KindTimeout), string(tool.KindCancelled), string(tool.KindRuntimeFailure),
+		string(tool.KindToolError)}
+)
+
+// checkAuditFilter refuses a --decision or --outcome no record can have.
+func checkAuditFilter(f *audit.Filter) error {
+	if f.Decision != "" && !slices.Contains(auditDecisions, f.Decision) {
+		return fmt.Errorf("--decision %q: want one of %s", f.Decision, strings.Join(auditDecisions, ", "))
+	}
+	if f.Outcome != "" && !slices.Contains(auditOutcomes, f.Outcome) {
+		return fmt.Errorf("--outcome %q: want one of %s", f.Outcome, strings.Join(auditOutcomes, ", "))
+	}
+	return nil
 }
 
 func newGrantsCmd(g *globals) *cobra.Command {

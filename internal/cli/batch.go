@@ -37,21 +37,29 @@ func newBatchCmd(g *globals) *cobra.Command {
 			"When calls ask questions, the others still run; lathe asks the questions on the terminal and runs\n" +
 			"the calls still pending again. Without a terminal it prints them and exits with code 10; run again\n" +
 			"with --answer N:ID=VALUE (N counts calls from 1) and --previous set to the earlier --json output,\n" +
-			"so that only the pending calls run.",
+			"so that only the pending calls run, with the answers given in every earlier run.",
 		Args: usage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if maxConcurrency < 0 {
+				return &usageError{fmt.Errorf("--max-concurrency %d: want 1 or more, or 0 for the configured cap", maxConcurrency)}
+			}
 			calls, err := readCalls(args[0], g.streams.In)
 			if err != nil {
 				return &usageError{err}
 			}
-			if err := applyAnswers(calls, answers); err != nil {
-				return &usageError{err}
-			}
 			opts := &lathe.BatchOptions{StopOnError: stopOnError, MaxConcurrency: maxConcurrency}
+			// The earlier run's answers go in first, so that the answers
+			// given now replace them.
 			if previous != "" {
 				if opts.Previous, err = readPrevious(previous, calls); err != nil {
 					return &usageError{err}
 				}
+			}
+			if err := applyAnswers(calls, answers); err != nil {
+				return &usageError{err}
+			}
+			if err := checkAnswers(calls, opts.Previous); err != nil {
+				return &usageError{err}
 			}
 			g.approver = terminalApprover(g.streams)
 			e, err := g.openEngine()
@@ -202,8 +210,10 @@ func parseCalls(data []byte) ([]*tool.Call, error) {
 		c.Arguments = args
 		calls = append(calls, c)
 	}
-	if len(calls) == 0 {
-		return nil, errors.New("no tool calls in the input")
+	// An empty list is a batch with nothing to do, as a model's message
+	// with no tool calls is: its outcome is an empty list, not a failure.
+	if calls == nil {
+		calls = []*tool.Call{}
 	}
 	return calls, nil
 }
@@ -269,16 +279,10 @@ func applyAnswers(calls []*tool.Call, flags []string) error {
 	return nil
 }
 
-// outcomeJSON is one element of the output of --json: the call's id and
-// tool, and its outcome (result, question, or the calls it waits for, which
-// count from 0 like the elements of the array).
-type outcomeJSON struct {
-	ID   string `json:"id,omitempty"`
-	Name string `json:"name"`
-	lathe.BatchOutcome
-}
-
-// readPrevious reads the --json output of an earlier run of the batch.
+// readPrevious reads the --json output of an earlier run of the batch. It
+// adds the answers the earlier run carried to the calls, where a call does
+// not answer the same question itself, so that answers given in any earlier
+// run carry on.
 func readPrevious(name string, calls []*tool.Call) ([]lathe.BatchOutcome, error) {
 	data, err := os.ReadFile(name)
 	if err != nil {
@@ -292,13 +296,45 @@ func readPrevious(name string, calls []*tool.Call) ([]lathe.BatchOutcome, error)
 		return nil, fmt.Errorf("--previous %s holds %d outcomes for %d calls", name, len(prev), len(calls))
 	}
 	outs := make([]lathe.BatchOutcome, len(prev))
-	for i, p := range prev {
+	for i := range prev {
+		p := &prev[i]
 		if p.Name != calls[i].Name {
 			return nil, fmt.Errorf("--previous %s: outcome %d is of %s, but call %d is of %s", name, i+1, p.Name, i+1, calls[i].Name)
 		}
-		outs[i] = p.BatchOutcome
+		if outs[i], err = decodeOutcome(p, len(calls)); err != nil {
+			return nil, fmt.Errorf("--previous %s: outcome %d: %w", name, i+1, err)
+		}
+		for id, a := range p.Answers {
+			if _, ok := calls[i].Answers[id]; ok {
+				continue
+			}
+			if calls[i].Answers == nil {
+				calls[i].Answers = map[string]any{}
+			}
+			calls[i].Answers[id] = a
+		}
 	}
 	return outs, nil
+}
+
+// checkAnswers checks each answer to a question an earlier run asked (the
+// questions of prev) against the question: a select answer must be one of
+// its options. The tool would get an answer it never offered otherwise.
+func checkAnswers(calls []*tool.Call, prev []lathe.BatchOutcome) error {
+	for i, o := range prev {
+		q := o.Question
+		if q == nil {
+			continue
+		}
+		a, ok := calls[i].Answers[q.ID]
+		if !ok {
+			continue
+		}
+		if err := q.CheckAnswer(a); err != nil {
+			return fmt.Errorf("call %d (%s): %w", i+1, calls[i].Name, err)
+		}
+	}
+	return nil
 }
 
 func anyQuestion(outs []lathe.BatchOutcome) bool {
@@ -317,7 +353,7 @@ func printOutcomes(s Streams, calls []*tool.Call, outs []lathe.BatchOutcome, asJ
 	if asJSON {
 		elems := make([]outcomeJSON, len(outs))
 		for i, o := range outs {
-			elems[i] = outcomeJSON{ID: calls[i].ID, Name: calls[i].Name, BatchOutcome: o}
+			elems[i] = encodeOutcome(i, calls[i], &o.Outcome, o.WaitsFor)
 		}
 		if err := writeJSON(s.Out, elems); err != nil {
 			return err
@@ -390,14 +426,15 @@ func firstQuestion(outs []lathe.BatchOutcome) *tool.Question {
 	return nil
 }
 
-// planJSON is the output of --plan --json. Indexes count from 0.
+// planJSON is the output of --plan --json. Calls and stages count from 1,
+// as in the text output.
 type planJSON struct {
 	Stages [][]int        `json:"stages"`
 	Calls  []planCallJSON `json:"calls"`
 }
 
 type planCallJSON struct {
-	Index int    `json:"index"`
+	Call  int    `json:"call"`
 	ID    string `json:"id,omitempty"`
 	Name  string `json:"name"`
 	Known bool   `json:"known"`
@@ -414,15 +451,14 @@ type planCallJSON struct {
 func printPlan(w io.Writer, e *lathe.Engine, calls []*tool.Call, asJSON bool) error {
 	p := e.PlanBatch(calls)
 	if asJSON {
-		out := planJSON{Stages: p.Stages(), Calls: make([]planCallJSON, len(calls))}
+		out := planJSON{Stages: [][]int{}, Calls: make([]planCallJSON, len(calls))}
+		for _, stage := range p.Stages() {
+			out.Stages = append(out.Stages, fromOne(stage))
+		}
 		for i, c := range p.Calls {
 			_, known := e.Lookup(c.Name)
-			after := p.After[i]
-			if after == nil {
-				after = []int{}
-			}
-			out.Calls[i] = planCallJSON{Index: i, ID: calls[i].ID, Name: c.Name, Known: known, Stage: p.Stage[i],
-				After: after, Summary: effectSummary(known, &c.Effects), Effects: c.Effects, Caps: c.Caps}
+			out.Calls[i] = planCallJSON{Call: i + 1, ID: calls[i].ID, Name: c.Name, Known: known, Stage: p.Stage[i] + 1,
+				After: fromOne(p.After[i]), Summary: effectSummary(known, &c.Effects), Effects: c.Effects, Caps: c.Caps}
 		}
 		return writeJSON(w, out)
 	}
@@ -444,6 +480,15 @@ func printPlan(w io.Writer, e *lathe.Engine, calls []*tool.Call, asJSON bool) er
 		}
 	}
 	return tw.Flush()
+}
+
+// fromOne returns indexes counted from 0 as positions counted from 1.
+func fromOne(idx []int) []int {
+	out := make([]int, len(idx))
+	for k, i := range idx {
+		out[k] = i + 1
+	}
+	return out
 }
 
 func effectSummary(known bool, e *plan.Effects) string {

@@ -202,7 +202,7 @@ func parseAnswer(q *tool.Question, s string) (any, bool) {
 // returned error carries the exit code.
 func printOutcome(s Streams, c *tool.Call, out *tool.Outcome, asJSON bool) error {
 	if asJSON {
-		if err := writeJSON(s.Out, out); err != nil {
+		if err := writeJSON(s.Out, encodeOutcome(-1, c, out, nil)); err != nil {
 			return err
 		}
 	} else {

@@ -99,10 +99,9 @@ type globals struct {
 func newRoot(s Streams, extra []tool.Tool) (*cobra.Command, *globals) {
 	g := &globals{streams: s, extra: extra, hooks: terminalHooks(s)}
 	root := &cobra.Command{
-		Use:   "lathe",
-		Short: "Run tools for LLM agents",
-		Long: "lathe runs tools for LLM agents: it validates arguments against each tool's schema,\n" +
-			"applies policy and limits, and returns results a model can read.",
+		Use:           "lathe",
+		Short:         "Run tools for LLM agents",
+		Long:          rootLong(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

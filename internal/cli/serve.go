@@ -36,6 +36,12 @@ func newServeCmd(g *globals) *cobra.Command {
 			"web origins are refused.",
 		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Over stdio there is nothing to authenticate: a token given
+			// there would be ignored, and the user would believe it guards
+			// something.
+			if cmd.Flags().Changed("token") && addr == "" {
+				return &usageError{errors.New("--token needs --http: over standard input and output there is no request to authenticate")}
+			}
 			if token == "" {
 				token = os.Getenv(TokenEnv)
 			}

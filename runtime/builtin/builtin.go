@@ -135,6 +135,12 @@ func (e *needInput) Error() string { return "needs input: " + e.question.Text }
 func Ask(ctx context.Context, q tool.Question) (any, error) {
 	if answers, ok := ctx.Value(answersKey{}).(map[string]any); ok {
 		if a, ok := answers[q.ID]; ok {
+			// An answer the question does not offer (a select answer that
+			// is not one of its options) reaches the caller as an invalid
+			// argument it can correct, never the function.
+			if err := q.CheckAnswer(a); err != nil {
+				return nil, &tool.Error{Kind: tool.KindInvalidArguments, Stage: "answer", Message: err.Error()}
+			}
 			return a, nil
 		}
 	}

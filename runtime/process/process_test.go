@@ -346,7 +346,8 @@ func TestPlaceholders(t *testing.T) {
 	dir := t.TempDir()
 	rt, err := process.New(process.Command{
 		Argv: []string{"/bin/sh", "-c", `for a; do printf '[%s]\n' "$a"; done`, "sh",
-			"{msg}", "-n", "{count}", "--flag={opt}", "{list}", "{{literal}", "{}"},
+			"{msg}", "-n", "{count}", "--flag={opt}", "{list}", "{{literal}", "{}",
+			"{{.Dir}}", "{{range .}}{{.}}{{end}}", "{{{msg}}}", "{count}}", "{{count}", `{"k": {count}}`, "{count}{count}"},
 		Dir: dir,
 	}, process.Options{})
 	if err != nil {
@@ -355,7 +356,10 @@ func TestPlaceholders(t *testing.T) {
 	defer rt.Close()
 	evil := "; rm -rf x $(touch pwned) `touch pwned2` *"
 	out, err := run(t, rt, `{"msg":`+quote(evil)+`,"count":3,"list":["a b","c"]}`)
-	want := "[" + evil + "]\n[-n]\n[3]\n[[\"a b\",\"c\"]]\n[{literal}]\n[{}]\n"
+	// Doubled braces are text, whatever they hold: a Go template reaches
+	// the program as written, with every brace.
+	want := "[" + evil + "]\n[-n]\n[3]\n[[\"a b\",\"c\"]]\n[{{literal}]\n[{}]\n" +
+		"[{{.Dir}}]\n[{{range .}}{{.}}{{end}}]\n[{{{msg}}}]\n[3}]\n[{{count}]\n[{\"k\": 3}]\n[33]\n"
 	if got := text(t, out, err); got != want {
 		t.Errorf("argv:\n%s\nwant:\n%s", got, want)
 	}

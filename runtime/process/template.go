@@ -38,9 +38,13 @@ type tmplPart struct {
 	name string // a placeholder when not empty
 }
 
-// parseTemplate reads argv. "{{" is a literal "{"; "{name}", where name is a
-// letter or "_" followed by letters, digits, "_" or "-", is a placeholder;
-// any other brace is literal, so that "find . -exec cat {} ;" needs no escape.
+// parseTemplate reads argv. "{name}", where name is a letter or "_" followed
+// by letters, digits, "_" or "-", is a placeholder, unless its "{" follows
+// another: "{{name}}" and "{{name}" are text. Every brace that is not part of
+// a placeholder is kept as written, so that "find . -exec cat {} ;", JSON
+// ('{"k": {name}}' has a placeholder) and the templates of Go, Jinja and
+// Mustache ("go list -f {{.Dir}}", "{{end}}") need no escape and lose no
+// brace.
 func parseTemplate(argv []string, shell bool) (*template, error) {
 	t := &template{shell: shell}
 	seen := map[string]bool{}
@@ -53,9 +57,11 @@ func parseTemplate(argv []string, shell bool) (*template, error) {
 				i++
 				continue
 			}
-			if strings.HasPrefix(a[i:], "{{") {
-				lit.WriteByte('{')
-				i += 2
+			// A run of opening braces is text: a placeholder's brace
+			// is never doubled.
+			if run := len(a[i:]) - len(strings.TrimLeft(a[i:], "{")); run > 1 {
+				lit.WriteString(a[i : i+run])
+				i += run
 				continue
 			}
 			end := strings.IndexByte(a[i:], '}')
