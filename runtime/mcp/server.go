@@ -81,9 +81,19 @@ type session struct {
 // inflight is a call under way, found by the handlers of requests and
 // notifications the server sends while it runs.
 type inflight struct {
-	ctx   context.Context
-	hooks tool.Hooks
+	ctx     context.Context
+	hooks   tool.Hooks
+	answers map[string]any // the call's answers to questions it asked before
+	// cancel ends the call's tools/call once the call has a question to
+	// end with; question is that question (guarded by server.mu).
+	cancel   context.CancelFunc
+	question *tool.Question
 }
+
+// inflightKey carries a call's id in the context of its tools/call, which
+// the SDK hands to the handlers of the input requests (elicitation,
+// sampling) a server answers the call with under MCP 2026-07-28.
+type inflightKey struct{}
 
 func newServer(p *Pool, cfg Config) *server {
 	s := &server{pool: p, cfg: cfg, stderr: &tail{w: p.opts.Stderr}, inflight: map[uint64]*inflight{}}
@@ -537,8 +547,11 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 			Message: "cannot start MCP server " + s.cfg.Name, Err: err}
 	}
 	hooks := tool.HooksFrom(ctx)
-	id := s.track(ctx, hooks)
+	callCtx, cancelCall := context.WithCancel(ctx)
+	defer cancelCall()
+	id := s.track(&inflight{ctx: callCtx, hooks: hooks, answers: c.Answers, cancel: cancelCall})
 	defer s.untrack(id)
+	callCtx = context.WithValue(callCtx, inflightKey{}, id)
 
 	args := json.RawMessage(c.Arguments)
 	if len(args) == 0 {
@@ -548,7 +561,12 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 	if hooks.Progress != nil || s.pool.opts.Hooks.Progress != nil {
 		params.SetProgressToken(progressToken(id))
 	}
-	res, err := sess.cs.CallTool(ctx, params)
+	res, err := sess.cs.CallTool(callCtx, params)
+	if q := s.asked(id); q != nil {
+		// The server asked what only the caller can answer: whatever it
+		// did after that is moot, as the call runs again with the answer.
+		return &tool.Outcome{Question: q}, nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -563,9 +581,15 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 			return nil, &tool.Error{Kind: kind, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
 				Message: "MCP server " + s.cfg.Name + " refused the call: " + werr.Message}
 		}
+		// Dropping the session waits for the server's process, and so for
+		// the last of its standard error, which says why it died.
 		s.drop(sess)
+		msg := "MCP server " + s.cfg.Name + " failed during the call"
+		if t := s.stderr.String(); t != "" {
+			msg += "; its stderr ends:\n" + t
+		}
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
-			Message: "MCP server " + s.cfg.Name + " failed during the call", Err: err}
+			Message: msg, Err: err}
 	}
 	s.healthy()
 	r, err := mcpconv.Result(res)
@@ -585,12 +609,41 @@ func (s *server) healthy() {
 
 func progressToken(id uint64) string { return "lathe-" + strconv.FormatUint(id, 10) }
 
-func (s *server) track(ctx context.Context, h tool.Hooks) uint64 {
+func (s *server) track(f *inflight) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextID++
-	s.inflight[s.nextID] = &inflight{ctx: ctx, hooks: h}
+	s.inflight[s.nextID] = f
 	return s.nextID
+}
+
+// asked returns the question the call id ends with, if it has one.
+func (s *server) asked(id uint64) *tool.Question {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.inflight[id]; f != nil {
+		return f.question
+	}
+	return nil
+}
+
+// caller finds the call an input request of the server is for: the one
+// whose tools/call carried ctx, else (a request the server sent on its
+// own, before MCP 2026-07-28) the most recent call in flight. It returns
+// 0 and nil when no call is in flight.
+func (s *server) caller(ctx context.Context) (uint64, *inflight) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id, ok := ctx.Value(inflightKey{}).(uint64); ok {
+		if f := s.inflight[id]; f != nil {
+			return id, f
+		}
+	}
+	var best uint64
+	for id := range s.inflight {
+		best = max(best, id)
+	}
+	return best, s.inflight[best]
 }
 
 func (s *server) untrack(id uint64) {
@@ -668,17 +721,43 @@ func (s *server) log(ctx context.Context, req *sdk.LoggingMessageRequest) {
 		"data", string(msg.Data))
 }
 
+// elicit answers a server's elicitation: from the answers of the call it
+// is for, when they hold it (the call is a second run, after a question);
+// else through the hooks (see claimant); else by ending the call with a
+// question.
 func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-	ctx, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Elicit != nil })
-	defer release()
-	if !ok {
-		return nil, errors.New("lathe cannot ask anyone: the caller offers no way to answer an elicitation")
-	}
 	r, err := mcpconv.Elicit(req.Params)
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.Elicit(ctx, r)
+	id, f := s.caller(ctx)
+	if f != nil && len(f.answers) > 0 {
+		if res, q, err := elicitFromAnswers(r, f.answers); err == nil && q == nil {
+			return &sdk.ElicitResult{Action: res.Action, Content: res.Content}, nil
+		}
+	}
+	hctx, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Elicit != nil })
+	defer release()
+	if !ok {
+		if f == nil {
+			return nil, errors.New("lathe cannot ask anyone: no call is under way to ask its caller")
+		}
+		_, q, err := elicitFromAnswers(r, f.answers)
+		if err == nil && q == nil {
+			err = errors.New("the answers do not fit the question")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lathe cannot ask anyone: the caller offers no way to answer this elicitation: %w", err)
+		}
+		s.mu.Lock()
+		if s.inflight[id] == f && f.question == nil {
+			f.question = q
+		}
+		s.mu.Unlock()
+		f.cancel()
+		return nil, errors.New("the call ends with a question to its caller; it runs again with the answer")
+	}
+	res, err := h.Elicit(hctx, r)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,87 @@
+package mcp
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// TestElicitFromAnswers: an elicitation is asked property by property, in
+// the server's order, and answered whole once every property has its
+// answer, each as its type wants it.
+func TestElicitFromAnswers(t *testing.T) {
+	r := &tool.ElicitRequest{Message: "Deploy?", Schema: json.RawMessage(`{"type":"object","properties":{
+		"target":{"type":"string","title":"Target","enum":["staging","production"]},
+		"hero":{"type":"string","oneOf":[{"const":"hero-1","title":"Superman"},{"const":"hero-2"}]},
+		"replicas":{"type":"integer","description":"How many","default":2},
+		"confirm":{"type":"boolean"}}}`)}
+	answers := map[string]any{}
+	want := []tool.Question{
+		{ID: "target", Text: "Deploy?\nTarget", Kind: tool.QuestionSelect, Options: []string{"staging", "production"}},
+		{ID: "hero", Text: "Deploy?\nhero", Kind: tool.QuestionSelect, Options: []string{"hero-1", "hero-2"}},
+		{ID: "replicas", Text: "Deploy?\nHow many", Kind: tool.QuestionText, Default: 2.0},
+		{ID: "confirm", Text: "Deploy?\nconfirm", Kind: tool.QuestionBoolean},
+	}
+	given := map[string]any{"target": "staging", "hero": "hero-2", "replicas": "3", "confirm": "yes"}
+	for _, w := range want {
+		res, q, err := elicitFromAnswers(r, answers)
+		if err != nil || res != nil || q == nil {
+			t.Fatalf("with answers %v: %+v, %+v, %v; want the question %q", answers, res, q, err, w.ID)
+		}
+		if !reflect.DeepEqual(*q, w) {
+			t.Fatalf("question = %+v, want %+v", *q, w)
+		}
+		answers[w.ID] = given[w.ID]
+	}
+	// "yes" does not parse as a boolean: the answer is refused, naming its
+	// question.
+	if _, _, err := elicitFromAnswers(r, answers); err == nil || !strings.Contains(err.Error(), `"confirm"`) {
+		t.Fatalf("a bad boolean answer: %v, want an error naming confirm", err)
+	}
+	answers["confirm"] = true
+	res, q, err := elicitFromAnswers(r, answers)
+	if err != nil || q != nil {
+		t.Fatalf("all answered: %+v, %v", q, err)
+	}
+	wantContent := map[string]any{"target": "staging", "hero": "hero-2", "replicas": json.Number("3"), "confirm": true}
+	if res.Action != tool.ElicitAccept || !reflect.DeepEqual(res.Content, wantContent) {
+		t.Fatalf("result = %+v, want accept with %v", res, wantContent)
+	}
+	answers["replicas"] = "three"
+	if _, _, err := elicitFromAnswers(r, answers); err == nil || !strings.Contains(err.Error(), `"replicas"`) {
+		t.Fatalf("a non-number: %v, want an error naming replicas", err)
+	}
+}
+
+// TestElicitFromAnswersNoProperties: an elicitation that only asks whether
+// to go on is one yes-or-no question; no is a decline.
+func TestElicitFromAnswersNoProperties(t *testing.T) {
+	r := &tool.ElicitRequest{Message: "Go on?", Schema: json.RawMessage(`{"type":"object","properties":{}}`)}
+	_, q, err := elicitFromAnswers(r, nil)
+	if err != nil || q == nil || q.ID != acceptAnswer || q.Kind != tool.QuestionBoolean || q.Text != "Go on?" {
+		t.Fatalf("question %+v, %v", q, err)
+	}
+	res, _, err := elicitFromAnswers(r, map[string]any{acceptAnswer: false})
+	if err != nil || res.Action != tool.ElicitDecline {
+		t.Fatalf("answered no: %+v, %v; want a decline", res, err)
+	}
+}
+
+// TestElicitFromAnswersRefuses: what a question cannot carry is refused
+// before anything is asked.
+func TestElicitFromAnswersRefuses(t *testing.T) {
+	for name, r := range map[string]*tool.ElicitRequest{
+		"url mode": {Message: "Sign in", Mode: "url", URL: "https://example.com/"},
+		"multiple choice": {Message: "Pick", Schema: json.RawMessage(`{"type":"object","properties":{
+			"name":{"type":"string"},"tags":{"type":"array","items":{"enum":["a","b"]}}}}`)},
+		"number choices": {Message: "Pick", Schema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","enum":[1,2]}}}`)},
+		"bad schema":     {Message: "Pick", Schema: json.RawMessage(`{"type":"object","properties":[1]}`)},
+	} {
+		if res, q, err := elicitFromAnswers(r, nil); err == nil {
+			t.Errorf("%s: %+v, %+v; want an error", name, res, q)
+		}
+	}
+}
