@@ -572,7 +572,7 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 			return nil, ctx.Err()
 		}
 		var werr *jsonrpc.Error
-		if errors.As(err, &werr) {
+		if errors.As(err, &werr) && werr.Code != codeRejected {
 			// The server answered, with an error: the session is sound.
 			kind := tool.KindToolError
 			if werr.Code == jsonrpc.CodeInvalidParams {
@@ -606,6 +606,13 @@ func (s *server) healthy() {
 	s.failures = 0
 	s.mu.Unlock()
 }
+
+// codeRejected is the JSON-RPC code the SDK gives a request its transport
+// could not deliver, or whose HTTP answer was a failure of the transport
+// (its jsonrpc2.ErrRejected, which it does not export): a server that died
+// under streamable HTTP shows as that. The server did not answer, so it is
+// a failure of the machinery, not of the tool.
+const codeRejected = -32005
 
 func progressToken(id uint64) string { return "lathe-" + strconv.FormatUint(id, 10) }
 
