@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -83,5 +84,33 @@ func TestElicitFromAnswersRefuses(t *testing.T) {
 		if res, q, err := elicitFromAnswers(r, nil); err == nil {
 			t.Errorf("%s: %+v, %+v; want an error", name, res, q)
 		}
+	}
+}
+
+// TestCallerNeedsAttribution: an elicitation is answered from a call's
+// answers, or ends a call with a question, only when it is known to be
+// that call's: carried by its context, or the server's only call in
+// flight. Otherwise one client's answers could accept, unseen, what a
+// server asks of another client's call.
+func TestCallerNeedsAttribution(t *testing.T) {
+	a := &inflight{answers: map[string]any{"confirm": true}}
+	b := &inflight{}
+	s := &server{inflight: map[uint64]*inflight{1: a}}
+	if id, f := s.caller(context.Background()); id != 1 || f != a {
+		t.Fatalf("the only call in flight: got %d %p, want 1 %p", id, f, a)
+	}
+	s.inflight[2] = b
+	if id, f := s.caller(context.Background()); f != nil {
+		t.Fatalf("two calls in flight and no attribution: got call %d, want none", id)
+	}
+	if id, f := s.caller(context.WithValue(context.Background(), inflightKey{}, uint64(1))); id != 1 || f != a {
+		t.Fatalf("attributed to call 1: got %d %p, want 1 %p", id, f, a)
+	}
+	delete(s.inflight, 1)
+	if id, f := s.caller(context.WithValue(context.Background(), inflightKey{}, uint64(1))); f != nil {
+		t.Fatalf("attributed to a call that ended, one other in flight: got call %d, want none", id)
+	}
+	if id, f := s.caller(context.Background()); id != 2 || f != b {
+		t.Fatalf("the only call in flight: got %d %p, want 2 %p", id, f, b)
 	}
 }

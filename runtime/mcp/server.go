@@ -635,22 +635,29 @@ func (s *server) asked(id uint64) *tool.Question {
 }
 
 // caller finds the call an input request of the server is for: the one
-// whose tools/call carried ctx, else (a request the server sent on its
-// own, before MCP 2026-07-28) the most recent call in flight. It returns
-// 0 and nil when no call is in flight.
+// whose tools/call carried ctx (MCP 2026-07-28), else the only call in
+// flight. A request the server sent on its own while several calls are in
+// flight, perhaps of several clients, cannot be told apart: caller returns
+// 0 and nil for it, as when no call is in flight, so that no call's
+// answers answer another's elicitation and no call ends with another's
+// question.
 func (s *server) caller(ctx context.Context) (uint64, *inflight) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if id, ok := ctx.Value(inflightKey{}).(uint64); ok {
+		// The call it is for, or none if that call has ended.
 		if f := s.inflight[id]; f != nil {
 			return id, f
 		}
+		return 0, nil
 	}
-	var best uint64
-	for id := range s.inflight {
-		best = max(best, id)
+	if len(s.inflight) != 1 {
+		return 0, nil
 	}
-	return best, s.inflight[best]
+	for id, f := range s.inflight {
+		return id, f
+	}
+	return 0, nil
 }
 
 func (s *server) untrack(id uint64) {
@@ -747,7 +754,8 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 	defer release()
 	if !ok {
 		if f == nil {
-			return nil, errors.New("lathe cannot ask anyone: no call is under way to ask its caller")
+			return nil, errors.New("lathe cannot ask anyone: the caller offers no way to answer an elicitation, " +
+				"and the server did not say which of its calls under way it is for")
 		}
 		_, q, err := elicitFromAnswers(r, f.answers)
 		if err == nil && q == nil {
