@@ -114,3 +114,36 @@ func TestCallerNeedsAttribution(t *testing.T) {
 		t.Fatalf("the only call in flight: got %d %p, want 2 %p", id, f, b)
 	}
 }
+
+// TestClaimantNeedsAttribution: a server's request reaches the hooks of
+// the call it is for, never those of another call in flight, which may be
+// another client's; with no call to take it for, it reaches the pool's
+// own hooks.
+func TestClaimantNeedsAttribution(t *testing.T) {
+	elicitor := func(context.Context, *tool.ElicitRequest) (*tool.ElicitResult, error) { return nil, nil }
+	hasElicit := func(h tool.Hooks) bool { return h.Elicit != nil }
+	asker := &inflight{ctx: context.Background()}
+	other := &inflight{ctx: context.Background(), hooks: tool.Hooks{Elicit: elicitor}}
+	s := &server{pool: &Pool{}, inflight: map[uint64]*inflight{1: asker, 2: other}}
+	for name, ctx := range map[string]context.Context{
+		"for the call without hooks": context.WithValue(context.Background(), inflightKey{}, uint64(1)),
+		"for no call it can name":    context.Background(),
+	} {
+		_, _, release, ok := s.claimant(ctx, hasElicit)
+		release()
+		if ok {
+			t.Errorf("%s: the other call's elicitor was chosen", name)
+		}
+	}
+	_, h, release, ok := s.claimant(context.WithValue(context.Background(), inflightKey{}, uint64(2)), hasElicit)
+	release()
+	if !ok || h.Elicit == nil {
+		t.Error("a request for the call with an elicitor did not reach it")
+	}
+	s.pool.opts.Hooks = tool.Hooks{Elicit: elicitor}
+	if _, _, release, ok := s.claimant(context.Background(), hasElicit); !ok {
+		t.Error("with no call to take it for, the pool's elicitor was not chosen")
+	} else {
+		release()
+	}
+}

@@ -666,26 +666,19 @@ func (s *server) untrack(id uint64) {
 	s.mu.Unlock()
 }
 
-// claimant finds whom a request or notification from the server is for.
-// MCP (before 2026-07-28) does not say which call caused a server's
-// elicitation, sampling or log message, so it goes to the hooks of the
-// context it came with (the SDK's multi-round-trip path keeps the call's
-// context), else to the most recent call in flight that has the hook, else
-// to the pool's own hooks.
+// claimant finds whom a request or notification from the server is for:
+// the hooks of the context it came with (the SDK's multi-round-trip path
+// keeps the call's context), else those of the call it is for (see
+// caller), else the pool's own hooks. MCP before 2026-07-28 does not say
+// which call caused a server's elicitation, sampling or log message; such
+// a request reaches a call's hooks only when that call is the server's only
+// one in flight, so that no client's person is asked, and no client's log
+// shows, what a server says about another client's call.
 func (s *server) claimant(ctx context.Context, has func(tool.Hooks) bool) (context.Context, tool.Hooks, func(), bool) {
 	if h := tool.HooksFrom(ctx); has(h) {
 		return ctx, h, func() {}, true
 	}
-	s.mu.Lock()
-	var best uint64
-	for id, f := range s.inflight {
-		if id > best && has(f.hooks) {
-			best = id
-		}
-	}
-	f := s.inflight[best]
-	s.mu.Unlock()
-	if f != nil {
+	if _, f := s.caller(ctx); f != nil && has(f.hooks) {
 		// Answer within the call's life and the request's, whichever ends first.
 		merged, cancel := context.WithCancel(ctx)
 		stop := context.AfterFunc(f.ctx, cancel)
