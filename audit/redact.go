@@ -4,19 +4,28 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 )
 
 // Redacted is what a secret is replaced with.
 const Redacted = "[redacted]"
 
-// DefaultKeys match the names of arguments whose values are secrets.
-var DefaultKeys = []string{
+// DefaultKeys returns the patterns that match the names of arguments whose
+// values are secrets; every [Redactor] applies them. The result is a copy,
+// so that no package a program imports can narrow what the audit log hides.
+func DefaultKeys() []string { return slices.Clone(defaultKeys) }
+
+// DefaultValues returns the patterns that match secrets inside any string
+// value; every [Redactor] applies them. The result is a copy, as for
+// [DefaultKeys].
+func DefaultValues() []string { return slices.Clone(defaultValues) }
+
+var defaultKeys = []string{
 	`(?i)pass(word|wd|phrase)?$`, `(?i)secret`, `(?i)token`, `(?i)api[_-]?key`, `(?i)^auth`, `(?i)credential`,
 	`(?i)private[_-]?key`, `(?i)cookie`, `(?i)session[_-]?id`,
 }
 
-// DefaultValues match secrets inside any string value.
-var DefaultValues = []string{
+var defaultValues = []string{
 	`\bsk-[A-Za-z0-9_-]{16,}`,                 // API keys of several model vendors
 	`\bgh[pousr]_[A-Za-z0-9]{20,}`,            // GitHub tokens
 	`\bAKIA[0-9A-Z]{16}\b`,                    // AWS access key ids
@@ -32,19 +41,19 @@ type Redactor struct {
 	values []*regexp.Regexp
 }
 
-// NewRedactor compiles the default rules plus extra rules: keys match
-// argument names (at any depth) whose whole value is hidden, values match
-// secrets inside strings.
+// NewRedactor compiles the default rules ([DefaultKeys], [DefaultValues])
+// plus extra rules: keys match argument names (at any depth) whose whole
+// value is hidden, values match secrets inside strings.
 func NewRedactor(keys, values []string) (*Redactor, error) {
 	r := &Redactor{}
-	for _, k := range append(append([]string(nil), DefaultKeys...), keys...) {
+	for _, k := range slices.Concat(defaultKeys, keys) {
 		re, err := regexp.Compile(k)
 		if err != nil {
 			return nil, fmt.Errorf("audit: redaction key pattern %q: %w", k, err)
 		}
 		r.keys = append(r.keys, re)
 	}
-	for _, v := range append(append([]string(nil), DefaultValues...), values...) {
+	for _, v := range slices.Concat(defaultValues, values) {
 		re, err := regexp.Compile(v)
 		if err != nil {
 			return nil, fmt.Errorf("audit: redaction value pattern %q: %w", v, err)

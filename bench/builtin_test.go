@@ -14,6 +14,7 @@ import (
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/runtime/builtin"
 	"github.com/lathe-tools/lathe/schema"
+	"github.com/lathe-tools/lathe/schema/infer"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -48,7 +49,7 @@ type floor struct {
 }
 
 func newFloor(b *testing.B) *floor {
-	raw, err := schema.For[searchIn]()
+	raw, err := infer.For[searchIn]()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func BenchmarkBuiltinFloors(b *testing.B) {
 		}, engineOp)
 	})
 	b.Run("floor=library", func(b *testing.B) {
-		raw, err := schema.For[searchIn]()
+		raw, err := infer.For[searchIn]()
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,8 +16,9 @@ type Request struct {
 	Tool *tool.Definition
 	Call *tool.Call
 	// Arguments are the call's arguments rendered for a person: what the
-	// runtime's FormatArguments returns (a local tool may render them
-	// itself), else compact JSON.
+	// runtime's FormatArguments returns where it is a
+	// [tool.ArgumentFormatter] (a local tool may render them itself), else
+	// compact JSON.
 	Arguments string
 	// Reason says why the policy asks.
 	Reason string
@@ -126,14 +127,9 @@ type Options struct {
 	Approver Approver
 	// Grants stores and finds [AllowAlways] grants; nil keeps none.
 	Grants GrantStore
-	// FormatTimeout bounds a runtime's FormatArguments; zero means 5s.
+	// FormatTimeout bounds a runtime's [tool.ArgumentFormatter]; zero
+	// means 5s.
 	FormatTimeout time.Duration
-}
-
-// argumentFormatter is the optional ability of a runtime (runtime/process)
-// to render a call's arguments for a person.
-type argumentFormatter interface {
-	FormatArguments(ctx context.Context, def *tool.Definition, call *tool.Call) (string, error)
 }
 
 // Middleware puts p into an engine's pipeline: denied calls end with
@@ -243,7 +239,7 @@ func grantCommand(args any) string {
 
 // render gives the arguments as a person should read them.
 func render(ctx context.Context, opts Options, inv *lathe.Invocation) string {
-	if f, ok := inv.Tool.Runtime.(argumentFormatter); ok {
+	if f, ok := inv.Tool.Runtime.(tool.ArgumentFormatter); ok {
 		fctx, cancel := context.WithTimeout(ctx, opts.FormatTimeout)
 		defer cancel()
 		if s, err := f.FormatArguments(fctx, &inv.Tool.Definition, inv.Call); err == nil && s != "" {

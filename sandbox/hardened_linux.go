@@ -255,7 +255,7 @@ func hardenedSpec(c Config, ws, dir string, hide, args, env []string) ociSpec {
 	// A system path given as a link (/bin on merged-/usr systems) is
 	// mounted at its own name with the link's target as the source.
 	var binds []bind
-	for _, p := range SystemPaths {
+	for _, p := range systemPaths {
 		if r := existing([]string{p}); r != nil {
 			binds = append(binds, bind{r[0], p, false})
 		}

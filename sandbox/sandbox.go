@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"time"
 
 	"github.com/lathe-tools/lathe/internal/childenv"
@@ -99,8 +100,12 @@ type Limits struct {
 	FileSize int64 `toml:"file_size"`
 }
 
-// DefaultLimits are the limits of a zero [Limits].
-var DefaultLimits = Limits{
+// DefaultLimits returns the limits of a zero [Limits]. They are a
+// function's result, not a variable, so that no package a program imports
+// can raise them for every sandbox of the program.
+func DefaultLimits() Limits { return defaultLimits }
+
+var defaultLimits = Limits{
 	Wall:      2 * time.Minute,
 	Memory:    1 << 30,
 	CPU:       time.Minute,
@@ -111,7 +116,7 @@ var DefaultLimits = Limits{
 
 // WithDefaults returns l with its zero fields set from [DefaultLimits].
 func (l Limits) WithDefaults() Limits {
-	d := DefaultLimits
+	d := defaultLimits
 	if l.Wall == 0 {
 		l.Wall = d.Wall
 	}
@@ -150,10 +155,14 @@ type Permissions struct {
 	Env []string `toml:"env"`
 }
 
-// SystemPaths are the directories (and files) every sandboxed process may
-// read and execute. Only a few files of /etc are exposed, so that secrets
-// kept there (/etc/shadow, keys) stay invisible.
-var SystemPaths = []string{
+// SystemPaths returns the directories (and files) every sandboxed process
+// may read and execute. Only a few files of /etc are exposed, so that
+// secrets kept there (/etc/shadow, keys) stay invisible. The result is a
+// copy: changing it changes nothing of what a sandbox exposes, so no
+// package a program imports can widen every sandbox of the program.
+func SystemPaths() []string { return slices.Clone(systemPaths) }
+
+var systemPaths = []string{
 	"/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32",
 	"/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
 	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/resolv.conf",

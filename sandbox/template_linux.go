@@ -101,7 +101,7 @@ func stampsOf(s shape) []stamp {
 // a new file over the old one, which a template's mount would not follow.
 var systemFiles = sync.OnceValue(func() []string {
 	var files []string
-	for _, p := range SystemPaths {
+	for _, p := range systemPaths {
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
 			files = append(files, p)
 		}
@@ -326,7 +326,7 @@ func templateArgs(s shape) ([]string, error) {
 		}
 		binds = append(binds, bind{path: p, rw: rw})
 	}
-	for _, p := range SystemPaths {
+	for _, p := range systemPaths {
 		add(p, false)
 	}
 	for _, p := range s.Read {

@@ -1,6 +1,6 @@
-// Package schema checks tool arguments against a tool's JSON Schema, repairs
-// the common ways models get them slightly wrong, and infers a schema from a
-// Go struct.
+// Package schema checks tool arguments against a tool's JSON Schema and
+// repairs the common ways models get them slightly wrong; its package infer
+// derives a schema from a Go struct.
 //
 // # Compile once
 //
@@ -51,15 +51,19 @@
 //
 // # Schemas from Go types
 //
-// Builtin tools declare their arguments as a struct. [For] turns it into a
-// schema, self-contained with no $ref, taking names from json tags and
-// keywords from jsonschema tags:
+// Builtin tools declare their arguments as a struct.
+// [github.com/lathe-tools/lathe/schema/infer.For] turns it into a schema,
+// self-contained with no $ref, taking names from json tags and keywords from
+// jsonschema tags:
 //
 //	type ReadArgs struct {
 //		Path  string `json:"path" jsonschema:"description=File to read"`
 //		Limit int    `json:"limit,omitempty" jsonschema:"minimum=1,default=100"`
 //	}
-//	raw, err := schema.For[ReadArgs]()
+//	raw, err := infer.For[ReadArgs]()
 //
 // A field is required unless its json tag says omitempty or omitzero.
+// Inference lives in its own package, with the reflection library it
+// needs, so that a program that only validates (the engine itself) does not
+// compile that library.
 package schema

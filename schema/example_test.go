@@ -99,17 +99,3 @@ func ExampleDecode() {
 	// json.Number 9007199254740993
 	// invalid JSON at byte offset 12: unexpected '}' looking for an object key
 }
-
-func ExampleFor() {
-	type SearchArgs struct {
-		Query string `json:"query" jsonschema:"description=What to look for"`
-		Limit int    `json:"limit,omitempty" jsonschema:"minimum=1,default=20"`
-	}
-	raw, err := schema.For[SearchArgs]()
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(string(raw))
-	// Output:
-	// {"properties":{"query":{"type":"string","description":"What to look for"},"limit":{"type":"integer","minimum":1,"default":20}},"additionalProperties":false,"type":"object","required":["query"]}
-}

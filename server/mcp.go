@@ -45,13 +45,17 @@ import (
 	"github.com/lathe-tools/lathe/tool"
 )
 
-// ProtocolVersions are the MCP versions the server speaks. Versions from
+// ProtocolVersions returns the MCP versions the server speaks. Versions from
 // 2026-07-28 on replace requests from server to client with multi-round-trip
 // results, which would need a suspended upstream call to be resumed across
 // requests; until lathe does that, it speaks the versions in which it can
 // forward an upstream server's elicitation and sampling as they come. A
-// client that asks for a newer version is answered with 2025-11-25.
-var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// client that asks for a newer version is answered with 2025-11-25. The
+// result is a copy: no package a program imports can make its servers claim
+// a version whose requests they cannot forward.
+func ProtocolVersions() []string { return slices.Clone(protocolVersions) }
+
+var protocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // Options configure a [Server]. The zero value is ready to use.
 type Options struct {
@@ -96,7 +100,7 @@ func New(e *lathe.Engine, opts Options) *Server {
 			Tools:   &sdk.ToolCapabilities{ListChanged: true},
 			Logging: &sdk.LoggingCapabilities{},
 		},
-		SupportedProtocolVersions: ProtocolVersions,
+		SupportedProtocolVersions: ProtocolVersions(),
 	})
 	// Sessions are tracked from their first request, so that Close also
 	// ends those whose client never finished initializing.

@@ -60,8 +60,12 @@ type Result struct {
 	cause error
 }
 
-// Text joins the text content blocks of r with newlines.
+// Text joins the text content blocks of r with newlines. A nil r has no
+// text: out.Result.Text() is "" for an outcome that is a question.
 func (r *Result) Text() string {
+	if r == nil {
+		return ""
+	}
 	var n int
 	for _, c := range r.Content {
 		if c.Type == ContentText {

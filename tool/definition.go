@@ -76,11 +76,16 @@ type Annotations struct {
 // Bool returns a pointer to b, for the optional hints of [Annotations].
 func Bool(b bool) *bool { return &b }
 
-// NamePattern is the form of a tool name that every major model provider accepts.
-var NamePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
+// NamePattern is the form of a tool name that every major model provider
+// accepts, as a regular expression. It is a constant, not a compiled
+// variable, so that no package a program imports can widen the names an
+// engine accepts; [ValidName] checks a name against it.
+const NamePattern = `^[A-Za-z][A-Za-z0-9_-]{0,63}$`
+
+var namePattern = regexp.MustCompile(NamePattern)
 
 // ValidName reports whether name matches [NamePattern].
-func ValidName(name string) bool { return NamePattern.MatchString(name) }
+func ValidName(name string) bool { return namePattern.MatchString(name) }
 
 // Tool pairs a definition with the runtime that executes it and the settings
 // that govern its calls.

@@ -27,10 +27,14 @@ const (
 	KindToolError ErrorKind = "tool_error"
 )
 
-// Kinds lists every error kind, in a stable order.
-var Kinds = []ErrorKind{
-	KindUnknownTool, KindInvalidArguments, KindDenied, KindTimeout,
-	KindCancelled, KindRuntimeFailure, KindToolError,
+// Kinds returns every error kind, in a stable order. The result is a new
+// slice at each call, so that no package a program imports can change the
+// kinds another one sees.
+func Kinds() []ErrorKind {
+	return []ErrorKind{
+		KindUnknownTool, KindInvalidArguments, KindDenied, KindTimeout,
+		KindCancelled, KindRuntimeFailure, KindToolError,
+	}
 }
 
 // Sentinels, one per kind. An [*Error] of a kind matches its sentinel with

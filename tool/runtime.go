@@ -4,7 +4,8 @@ import "context"
 
 // Runtime executes calls of the tools it backs. It is deliberately small, in
 // the manner of database/sql/driver: further abilities are optional
-// interfaces, found by type assertion ([Closer], …).
+// interfaces, found by type assertion ([Closer], [Cooperative],
+// [ArgumentFormatter]).
 //
 // Execute receives arguments that the engine has already decoded, coerced,
 // completed with defaults and validated against def.InputSchema. A returned
@@ -39,4 +40,21 @@ type Closer interface {
 type Cooperative interface {
 	// Cooperative reports whether Execute returns promptly when its context ends.
 	Cooperative() bool
+}
+
+// ArgumentFormatter is implemented by runtimes that can render a call's
+// arguments for a person: a short line such as the command a tool would
+// run, shown where a person approves the call or reads a log, instead of
+// the arguments' JSON. The process runtime implements it, for tools that
+// answer the protocol's format_arguments action and for commands with
+// placeholders.
+//
+// A caller finds it by type assertion, as database/sql finds a driver's
+// Pinger, and falls back to the JSON when the runtime lacks it, returns an
+// error or returns "". FormatArguments is called before the call runs, with
+// arguments the engine has already validated; it must have none of the
+// call's effects, and should return within ctx's deadline, which callers
+// keep short.
+type ArgumentFormatter interface {
+	FormatArguments(ctx context.Context, def *Definition, call *Call) (string, error)
 }

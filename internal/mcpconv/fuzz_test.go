@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 	"unicode/utf8"
 
@@ -125,12 +126,7 @@ func expected(c tool.Content) tool.Content {
 }
 
 func knownKind(k tool.ErrorKind) bool {
-	for _, known := range tool.Kinds {
-		if k == known {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(tool.Kinds(), k)
 }
 
 func sameResult(a, b *tool.Result) bool {

@@ -6,6 +6,7 @@ package mcpconv
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -87,10 +88,8 @@ func Result(r *sdk.CallToolResult) (*tool.Result, error) {
 	if r.IsError {
 		out.ErrorKind = tool.KindToolError
 		if k, ok := r.Meta[MetaErrorKind].(string); ok {
-			for _, known := range tool.Kinds {
-				if string(known) == k {
-					out.ErrorKind = known
-				}
+			if known := tool.ErrorKind(k); slices.Contains(tool.Kinds(), known) {
+				out.ErrorKind = known
 			}
 		}
 	}

@@ -7,8 +7,10 @@
 // to install them, except under CI (CI set in the environment), where a
 // missing server is a failure: CI must run these tests, not skip them.
 //
-// It also holds the small server a test binary becomes when it re-runs
-// itself as an upstream MCP server: [ServeEnv].
+// It also holds the small servers a test binary becomes when it re-runs
+// itself as an upstream MCP server ([ServeEnv], [ServeConformance]), and
+// the server whose tools are those of the runtime conformance suite
+// ([Conformance]), which a test may also run in its own process.
 package mcptest
 
 import (

@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/lathe-tools/lathe/schema"
 	"github.com/lathe-tools/lathe/schema/infer"
 	"github.com/lathe-tools/lathe/tool"
 )
@@ -47,7 +46,7 @@ func Func[In, Out any](def tool.Definition, fn func(context.Context, In) (Out, e
 		return tool.Tool{}, fmt.Errorf("builtin tool %q: nil function", def.Name)
 	}
 	if len(def.InputSchema) == 0 {
-		s, err := schema.For[In]()
+		s, err := infer.For[In]()
 		if err != nil {
 			return tool.Tool{}, fmt.Errorf("builtin tool %q: input schema: %w", def.Name, err)
 		}
@@ -55,7 +54,7 @@ func Func[In, Out any](def tool.Definition, fn func(context.Context, In) (Out, e
 	}
 	if len(def.OutputSchema) == 0 {
 		if t := reflect.TypeFor[Out](); tool.StructuredType(t) {
-			s, err := schema.ForType(t)
+			s, err := infer.ForType(t)
 			if err != nil {
 				return tool.Tool{}, fmt.Errorf("builtin tool %q: output schema: %w", def.Name, err)
 			}

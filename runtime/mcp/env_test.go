@@ -22,7 +22,8 @@ import (
 )
 
 // serverEnv names the variable that makes the test binary an MCP server
-// over stdio: "env" for mcptest.ServeEnv, "hostile" for hostileServer.
+// over stdio: "env" for mcptest.ServeEnv, "hostile" for hostileServer,
+// "conformance" for mcptest.ServeConformance.
 const serverEnv = "LATHE_MCP_TEST_SERVER"
 
 // self returns the command that runs the test binary as the named server.

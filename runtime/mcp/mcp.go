@@ -11,7 +11,10 @@
 // A call is a tools/call on the server's session: its content comes back as
 // lathe content, its progress notifications reach the call's
 // [tool.Hooks].Progress, and a server that asks for elicitation or sampling
-// is answered by the call's hooks. Cancelling a call's context sends
+// is answered by the call's hooks. An elicitation that no hook can answer
+// ends the call with a [tool.Question] per property of what the server
+// asks; the call, run again with the answers in [tool.Call].Answers, runs
+// the upstream tool again and answers its elicitation from them. Cancelling a call's context sends
 // notifications/cancelled. A server that crashes fails its calls in flight at
 // once and is started again, with a growing back-off, by the next call. A
 // server that announces notifications/tools/list_changed has its tools

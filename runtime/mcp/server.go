@@ -81,9 +81,19 @@ type session struct {
 // inflight is a call under way, found by the handlers of requests and
 // notifications the server sends while it runs.
 type inflight struct {
-	ctx   context.Context
-	hooks tool.Hooks
+	ctx     context.Context
+	hooks   tool.Hooks
+	answers map[string]any // the call's answers to questions it asked before
+	// cancel ends the call's tools/call once the call has a question to
+	// end with; question is that question (guarded by server.mu).
+	cancel   context.CancelFunc
+	question *tool.Question
 }
+
+// inflightKey carries a call's id in the context of its tools/call, which
+// the SDK hands to the handlers of the input requests (elicitation,
+// sampling) a server answers the call with under MCP 2026-07-28.
+type inflightKey struct{}
 
 func newServer(p *Pool, cfg Config) *server {
 	s := &server{pool: p, cfg: cfg, stderr: &tail{w: p.opts.Stderr}, inflight: map[uint64]*inflight{}}
@@ -537,8 +547,11 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 			Message: "cannot start MCP server " + s.cfg.Name, Err: err}
 	}
 	hooks := tool.HooksFrom(ctx)
-	id := s.track(ctx, hooks)
+	callCtx, cancelCall := context.WithCancel(ctx)
+	defer cancelCall()
+	id := s.track(&inflight{ctx: callCtx, hooks: hooks, answers: c.Answers, cancel: cancelCall})
 	defer s.untrack(id)
+	callCtx = context.WithValue(callCtx, inflightKey{}, id)
 
 	args := json.RawMessage(c.Arguments)
 	if len(args) == 0 {
@@ -548,13 +561,18 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 	if hooks.Progress != nil || s.pool.opts.Hooks.Progress != nil {
 		params.SetProgressToken(progressToken(id))
 	}
-	res, err := sess.cs.CallTool(ctx, params)
+	res, err := sess.cs.CallTool(callCtx, params)
+	if q := s.asked(id); q != nil {
+		// The server asked what only the caller can answer: whatever it
+		// did after that is moot, as the call runs again with the answer.
+		return &tool.Outcome{Question: q}, nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		var werr *jsonrpc.Error
-		if errors.As(err, &werr) {
+		if errors.As(err, &werr) && werr.Code != codeRejected {
 			// The server answered, with an error: the session is sound.
 			kind := tool.KindToolError
 			if werr.Code == jsonrpc.CodeInvalidParams {
@@ -563,9 +581,15 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 			return nil, &tool.Error{Kind: kind, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
 				Message: "MCP server " + s.cfg.Name + " refused the call: " + werr.Message}
 		}
+		// Dropping the session waits for the server's process, and so for
+		// the last of its standard error, which says why it died.
 		s.drop(sess)
+		msg := "MCP server " + s.cfg.Name + " failed during the call"
+		if t := s.stderr.String(); t != "" {
+			msg += "; its stderr ends:\n" + t
+		}
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
-			Message: "MCP server " + s.cfg.Name + " failed during the call", Err: err}
+			Message: msg, Err: err}
 	}
 	s.healthy()
 	r, err := mcpconv.Result(res)
@@ -583,14 +607,57 @@ func (s *server) healthy() {
 	s.mu.Unlock()
 }
 
+// codeRejected is the JSON-RPC code the SDK gives a request its transport
+// could not deliver, or whose HTTP answer was a failure of the transport
+// (its jsonrpc2.ErrRejected, which it does not export): a server that died
+// under streamable HTTP shows as that. The server did not answer, so it is
+// a failure of the machinery, not of the tool.
+const codeRejected = -32005
+
 func progressToken(id uint64) string { return "lathe-" + strconv.FormatUint(id, 10) }
 
-func (s *server) track(ctx context.Context, h tool.Hooks) uint64 {
+func (s *server) track(f *inflight) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextID++
-	s.inflight[s.nextID] = &inflight{ctx: ctx, hooks: h}
+	s.inflight[s.nextID] = f
 	return s.nextID
+}
+
+// asked returns the question the call id ends with, if it has one.
+func (s *server) asked(id uint64) *tool.Question {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.inflight[id]; f != nil {
+		return f.question
+	}
+	return nil
+}
+
+// caller finds the call an input request of the server is for: the one
+// whose tools/call carried ctx (MCP 2026-07-28), else the only call in
+// flight. A request the server sent on its own while several calls are in
+// flight, perhaps of several clients, cannot be told apart: caller returns
+// 0 and nil for it, as when no call is in flight, so that no call's
+// answers answer another's elicitation and no call ends with another's
+// question.
+func (s *server) caller(ctx context.Context) (uint64, *inflight) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id, ok := ctx.Value(inflightKey{}).(uint64); ok {
+		// The call it is for, or none if that call has ended.
+		if f := s.inflight[id]; f != nil {
+			return id, f
+		}
+		return 0, nil
+	}
+	if len(s.inflight) != 1 {
+		return 0, nil
+	}
+	for id, f := range s.inflight {
+		return id, f
+	}
+	return 0, nil
 }
 
 func (s *server) untrack(id uint64) {
@@ -599,26 +666,19 @@ func (s *server) untrack(id uint64) {
 	s.mu.Unlock()
 }
 
-// claimant finds whom a request or notification from the server is for.
-// MCP (before 2026-07-28) does not say which call caused a server's
-// elicitation, sampling or log message, so it goes to the hooks of the
-// context it came with (the SDK's multi-round-trip path keeps the call's
-// context), else to the most recent call in flight that has the hook, else
-// to the pool's own hooks.
+// claimant finds whom a request or notification from the server is for:
+// the hooks of the context it came with (the SDK's multi-round-trip path
+// keeps the call's context), else those of the call it is for (see
+// caller), else the pool's own hooks. MCP before 2026-07-28 does not say
+// which call caused a server's elicitation, sampling or log message; such
+// a request reaches a call's hooks only when that call is the server's only
+// one in flight, so that no client's person is asked, and no client's log
+// shows, what a server says about another client's call.
 func (s *server) claimant(ctx context.Context, has func(tool.Hooks) bool) (context.Context, tool.Hooks, func(), bool) {
 	if h := tool.HooksFrom(ctx); has(h) {
 		return ctx, h, func() {}, true
 	}
-	s.mu.Lock()
-	var best uint64
-	for id, f := range s.inflight {
-		if id > best && has(f.hooks) {
-			best = id
-		}
-	}
-	f := s.inflight[best]
-	s.mu.Unlock()
-	if f != nil {
+	if _, f := s.caller(ctx); f != nil && has(f.hooks) {
 		// Answer within the call's life and the request's, whichever ends first.
 		merged, cancel := context.WithCancel(ctx)
 		stop := context.AfterFunc(f.ctx, cancel)
@@ -668,17 +728,44 @@ func (s *server) log(ctx context.Context, req *sdk.LoggingMessageRequest) {
 		"data", string(msg.Data))
 }
 
+// elicit answers a server's elicitation: from the answers of the call it
+// is for, when they hold it (the call is a second run, after a question);
+// else through the hooks (see claimant); else by ending the call with a
+// question.
 func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-	ctx, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Elicit != nil })
-	defer release()
-	if !ok {
-		return nil, errors.New("lathe cannot ask anyone: the caller offers no way to answer an elicitation")
-	}
 	r, err := mcpconv.Elicit(req.Params)
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.Elicit(ctx, r)
+	id, f := s.caller(ctx)
+	if f != nil && len(f.answers) > 0 {
+		if res, q, err := elicitFromAnswers(r, f.answers); err == nil && q == nil {
+			return &sdk.ElicitResult{Action: res.Action, Content: res.Content}, nil
+		}
+	}
+	hctx, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Elicit != nil })
+	defer release()
+	if !ok {
+		if f == nil {
+			return nil, errors.New("lathe cannot ask anyone: the caller offers no way to answer an elicitation, " +
+				"and the server did not say which of its calls under way it is for")
+		}
+		_, q, err := elicitFromAnswers(r, f.answers)
+		if err == nil && q == nil {
+			err = errors.New("the answers do not fit the question")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lathe cannot ask anyone: the caller offers no way to answer this elicitation: %w", err)
+		}
+		s.mu.Lock()
+		if s.inflight[id] == f && f.question == nil {
+			f.question = q
+		}
+		s.mu.Unlock()
+		f.cancel()
+		return nil, errors.New("the call ends with a question to its caller; it runs again with the answer")
+	}
+	res, err := h.Elicit(hctx, r)
 	if err != nil {
 		return nil, err
 	}

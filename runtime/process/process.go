@@ -263,10 +263,12 @@ func (r *Runtime) Execute(ctx context.Context, def *tool.Definition, call *tool.
 	return r.protocolOutcome(def, res)
 }
 
+var _ tool.ArgumentFormatter = (*Runtime)(nil)
+
 // FormatArguments returns a short human-readable form of a call's
 // arguments, for a prompt or a log: what a protocol tool answers to the
 // format_arguments action, or the command line that a command with
-// placeholders would run.
+// placeholders would run. It makes the runtime a [tool.ArgumentFormatter].
 func (r *Runtime) FormatArguments(ctx context.Context, def *tool.Definition, call *tool.Call) (string, error) {
 	if r.tmpl != nil {
 		argv, err := r.argv(call.Arguments)

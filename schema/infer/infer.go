@@ -1,7 +1,9 @@
 // Package infer derives JSON Schemas from Go types. It is apart from package
-// schema, which holds the validator, so that a process tool built with lathe's
-// SDK infers its schema without paying for the validator's initialisation at
-// every start (a process tool starts once per call).
+// schema, which holds the validator, for two reasons: a process tool built
+// with lathe's SDK infers its schema without paying for the validator's
+// initialisation at every start (a process tool starts once per call), and
+// the engine, which only validates, does not compile the reflection library
+// inference needs.
 package infer
 
 import (

@@ -1,10 +1,13 @@
-package schema
+package infer_test
 
 import (
 	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lathe-tools/lathe/schema"
+	"github.com/lathe-tools/lathe/schema/infer"
 )
 
 type readRange struct {
@@ -28,7 +31,7 @@ type readArgs struct {
 }
 
 func TestFor(t *testing.T) {
-	got, err := For[readArgs]()
+	got, err := infer.For[readArgs]()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +53,7 @@ func TestFor(t *testing.T) {
 			t.Errorf("schema contains %q", bad)
 		}
 	}
-	if _, err := Compile(got); err != nil {
+	if _, err := schema.Compile(got); err != nil {
 		t.Errorf("inferred schema does not compile: %v", err)
 	}
 }
@@ -58,12 +61,15 @@ func TestFor(t *testing.T) {
 func TestForRoundTrip(t *testing.T) {
 	// The inferred schema drives the pipeline: defaults fill, coercion
 	// applies, and violations point into the struct's JSON form.
-	raw, err := For[readArgs]()
+	raw, err := infer.For[readArgs]()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := MustCompile(raw)
-	v := mustDecode(t, `{"path":"a.txt","options":{},"ranges":"[{\"from\":\"2\"}]"}`)
+	s := schema.MustCompile(raw)
+	v, err := schema.Decode(json.RawMessage(`{"path":"a.txt","options":{},"ranges":"[{\"from\":\"2\"}]"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	v, _ = s.Coerce(v)
 	v, _ = s.ApplyDefaults(v)
 	if err := s.Validate(v); err != nil {
@@ -106,7 +112,7 @@ func TestForType(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ForType(tt.t)
+			got, err := infer.ForType(tt.t)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
