@@ -164,6 +164,11 @@ func (e *Engine) Lookup(name string) (tool.Definition, bool) {
 // Every failure — an unknown tool, invalid arguments, a timeout, a panic — is
 // an error result carrying its [tool.ErrorKind]; [tool.Outcome.Err] turns it
 // into a Go error for callers who want one.
+//
+// The outcome may share memory with what the tool returned (a tool may
+// return the same result to every call): treat it as read-only, and copy it
+// before changing it. The engine itself never changes c or what the tool
+// returned.
 func (e *Engine) Call(ctx context.Context, c *tool.Call) *tool.Outcome {
 	inv := &Invocation{Call: c}
 	out, err := e.handler(ctx, inv)
