@@ -31,6 +31,7 @@ type Invocation struct {
 	ArgsChanged bool
 
 	entry *entry
+	trace *callTrace // nil while nobody listens to call events
 }
 
 // Handler runs an invocation. A returned error is a failure of the call
@@ -422,15 +423,7 @@ func (e *Engine) observe(next Handler) Handler {
 		}
 		start := time.Now()
 		out, err := next(ctx, inv)
-		kind := "ok"
-		switch {
-		case err != nil:
-			kind = string(tool.KindOf(err))
-		case out.Question != nil:
-			kind = "question"
-		case out.Result.IsError:
-			kind = string(out.Result.ErrorKind)
-		}
+		kind := outcomeKind(out, err)
 		log.LogAttrs(ctx, slog.LevelDebug, "call", slog.String("tool", inv.Call.Name),
 			slog.String("id", inv.Call.ID), slog.Duration("duration", time.Since(start)), slog.String("outcome", kind))
 		return out, err
