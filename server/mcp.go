@@ -14,8 +14,10 @@
 // Cancelling a call (notifications/cancelled) cancels the engine's call and
 // so the upstream one.
 //
-// [Server.Sync] brings the served tools in line with the engine after its
-// registry changed; the SDK then sends notifications/tools/list_changed.
+// The server follows the engine's registry: when its tools change
+// ([lathe.EventToolsChanged], from Register, Replace, Unregister, or an
+// upstream server's own tools/list_changed), [Server.Sync] brings the
+// served tools in line and the SDK sends notifications/tools/list_changed.
 package server
 
 import (
@@ -41,7 +43,6 @@ import (
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/internal/mcpconv"
-	"github.com/lathe-tools/lathe/policy"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -75,6 +76,8 @@ type Server struct {
 	served   map[string]string // tool name → the definition served, as JSON
 	sessions map[*sdk.ServerSession]bool
 	wg       sync.WaitGroup
+	// unsubscribe ends the server's subscription to the engine's events.
+	unsubscribe func()
 }
 
 // New returns a server of e's tools.
@@ -108,6 +111,14 @@ func New(e *lathe.Engine, opts Options) *Server {
 			return next(ctx, method, req)
 		}
 	})
+	// Subscribed before the first Sync, so that no change falls between.
+	// A subscriber that fell behind and lost events may have lost a change
+	// of the tools, so it syncs then too; Sync is idempotent.
+	s.unsubscribe = e.Subscribe(func(ev lathe.Event) {
+		if ev.Kind == lathe.EventToolsChanged || ev.Dropped > 0 {
+			s.Sync()
+		}
+	}, lathe.EventToolsChanged)
 	s.Sync()
 	return s
 }
@@ -128,8 +139,10 @@ func (s *Server) track(ss *sdk.ServerSession) {
 	})
 }
 
-// Close ends every client session. Calls in flight are cancelled.
+// Close ends every client session, and the server's following of the
+// engine's tools. Calls in flight are cancelled.
 func (s *Server) Close() error {
+	s.unsubscribe()
 	s.mu.Lock()
 	sessions := s.sessions
 	s.sessions = nil
@@ -146,7 +159,7 @@ func (s *Server) MCP() *sdk.Server { return s.mcp }
 
 // Sync serves the engine's current tools: it adds the new, replaces the
 // changed and removes the gone, and so makes the SDK notify connected
-// clients. Call it after the registry changed.
+// clients. The server calls it itself whenever the engine's tools change.
 func (s *Server) Sync() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -222,7 +235,7 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 		ctx = tool.WithHooks(ctx, s.hooks(ss, req.Params.GetProgressToken(), caps))
 		// An "allow for the session" a client's person gives holds for that
 		// client alone, not for every client of the server.
-		ctx = policy.WithSession(ctx, fmt.Sprintf("mcp-%p", ss))
+		ctx = lathe.WithSession(ctx, fmt.Sprintf("mcp-%p", ss))
 		c := &tool.Call{ID: "mcp-" + strconv.FormatUint(s.ids.Add(1), 10), Name: name}
 		if len(req.Params.Arguments) > 0 {
 			c.Arguments = req.Params.Arguments
