@@ -75,7 +75,12 @@ type Server struct {
 	mu       sync.Mutex
 	served   map[string]string // tool name → the definition served, as JSON
 	sessions map[*sdk.ServerSession]bool
-	wg       sync.WaitGroup
+	// sessionIDs names each live session for the policy and the engine's
+	// events, from a counter: a name no later session can share, as it
+	// could share the address of a freed one.
+	sessionIDs  map[*sdk.ServerSession]string
+	lastSession uint64
+	wg          sync.WaitGroup
 	// unsubscribe ends the server's subscription to the engine's events.
 	unsubscribe func()
 }
@@ -91,7 +96,8 @@ func New(e *lathe.Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{e: e, opts: opts, served: map[string]string{}, sessions: map[*sdk.ServerSession]bool{}}
+	s := &Server{e: e, opts: opts, served: map[string]string{}, sessions: map[*sdk.ServerSession]bool{},
+		sessionIDs: map[*sdk.ServerSession]string{}}
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
 		Instructions: opts.Instructions,
 		Logger:       opts.Logger,
@@ -131,12 +137,33 @@ func (s *Server) track(ss *sdk.ServerSession) {
 		return
 	}
 	s.sessions[ss] = true
+	s.sessionIDs[ss] = s.newSessionID()
 	s.wg.Go(func() {
 		ss.Wait()
 		s.mu.Lock()
 		delete(s.sessions, ss)
+		delete(s.sessionIDs, ss)
 		s.mu.Unlock()
 	})
+}
+
+// newSessionID returns a session name never given before. s.mu is held.
+func (s *Server) newSessionID() string {
+	s.lastSession++
+	return "mcp-" + strconv.FormatUint(s.lastSession, 10)
+}
+
+// sessionID names the session ss for the policy's "allow for the session"
+// and the engine's events. The name lives as long as the session; a
+// session the server does not track (one that began as the server closed)
+// gets a fresh name for each call, so that no approval carries over.
+func (s *Server) sessionID(ss *sdk.ServerSession) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id, ok := s.sessionIDs[ss]; ok {
+		return id
+	}
+	return s.newSessionID()
 }
 
 // Close ends every client session, and the server's following of the
@@ -234,8 +261,9 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 		}
 		ctx = tool.WithHooks(ctx, s.hooks(ss, req.Params.GetProgressToken(), caps))
 		// An "allow for the session" a client's person gives holds for that
-		// client alone, not for every client of the server.
-		ctx = lathe.WithSession(ctx, fmt.Sprintf("mcp-%p", ss))
+		// client alone, not for every client of the server, nor for a later
+		// one.
+		ctx = lathe.WithSession(ctx, s.sessionID(ss))
 		c := &tool.Call{ID: "mcp-" + strconv.FormatUint(s.ids.Add(1), 10), Name: name}
 		if len(req.Params.Arguments) > 0 {
 			c.Arguments = req.Params.Arguments
