@@ -121,7 +121,7 @@ func (e *Engine) CallBatch(ctx context.Context, calls []*tool.Call, opts *BatchO
 			i := pending[k]
 			var out *tool.Outcome
 			if b.entries[k] == nil {
-				out = unknownTool(calls[i].Name)
+				out = e.traceUnrun(ctx, calls[i], unknownTool(calls[i].Name))
 			} else {
 				out = e.Call(ctx, calls[i])
 			}

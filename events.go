@@ -411,11 +411,8 @@ func outcomeKind(out *tool.Outcome, err error) string {
 // callTraced runs a call while somebody listens to call events: it
 // publishes the call's start, its progress, and its end.
 func (e *Engine) callTraced(ctx context.Context, inv *Invocation) *tool.Outcome {
-	c := inv.Call
-	t := &callTrace{hub: &e.events, call: e.events.calls.Add(1), id: c.ID, tool: c.Name, session: SessionFrom(ctx),
-		start: time.Now()}
+	t := e.startTrace(ctx, inv.Call)
 	inv.trace = t
-	t.emit(Event{Kind: EventCallStarted, Time: t.start})
 	if e.events.wants(EventProgress.bit()) {
 		prev := tool.HooksFrom(ctx).Progress
 		ctx = tool.WithHooks(ctx, tool.Hooks{Progress: func(p tool.Progress) {
@@ -429,6 +426,24 @@ func (e *Engine) callTraced(ctx context.Context, inv *Invocation) *tool.Outcome 
 	t.finish(out, err)
 	if err != nil {
 		return &tool.Outcome{Result: tool.ErrorResult(err)}
+	}
+	return out
+}
+
+// startTrace gives call c its number and publishes its start.
+func (e *Engine) startTrace(ctx context.Context, c *tool.Call) *callTrace {
+	t := &callTrace{hub: &e.events, call: e.events.calls.Add(1), id: c.ID, tool: c.Name, session: SessionFrom(ctx),
+		start: time.Now()}
+	t.emit(Event{Kind: EventCallStarted, Time: t.start})
+	return t
+}
+
+// traceUnrun publishes the start and end of a call that ends without
+// entering the pipeline (a batch's call of a tool that does not exist when
+// the batch is planned), so that subscribers see every call a caller made.
+func (e *Engine) traceUnrun(ctx context.Context, c *tool.Call, out *tool.Outcome) *tool.Outcome {
+	if e.events.wants(callKinds) {
+		e.startTrace(ctx, c).finish(out, nil)
 	}
 	return out
 }

@@ -578,3 +578,29 @@ func TestApprovalEventsOfDenials(t *testing.T) {
 		t.Errorf("asked call: %+v, %v", a, calls[2])
 	}
 }
+
+// A batch's call of a tool that does not exist never enters the pipeline,
+// and is still seen to start and end, like every other call.
+func TestBatchCallsAreEvents(t *testing.T) {
+	e := newEngine(t, lathe.Options{}, addTool())
+	r, cancel := record(e)
+	defer cancel()
+	outs := e.CallBatch(context.Background(), []*tool.Call{
+		{ID: "1", Name: "add", Arguments: []byte(`{"a":1,"b":2}`)},
+		{ID: "2", Name: "nope"},
+	}, nil)
+	if outs[0].Err() != nil || !errors.Is(outs[1].Err(), tool.ErrUnknownTool) {
+		t.Fatalf("outcomes: %+v", outs)
+	}
+	calls := byCall(r.wait(t, "both calls", finished(2)))
+	outcomes := map[string]string{}
+	for _, cevs := range calls {
+		if ks := kinds(cevs); !slices.Equal(ks, []lathe.EventKind{lathe.EventCallStarted, lathe.EventCallFinished}) {
+			t.Errorf("call %s: %v", cevs[0].CallID, ks)
+		}
+		outcomes[cevs[0].CallID] = cevs[len(cevs)-1].Outcome
+	}
+	if outcomes["1"] != "ok" || outcomes["2"] != "unknown_tool" {
+		t.Errorf("outcomes in events: %v", outcomes)
+	}
+}
