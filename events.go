@@ -321,6 +321,9 @@ func (s *subscriber) stop() {
 // for a call of f under way, so f may call it itself. Calling it again does
 // nothing.
 func (e *Engine) Subscribe(f func(Event), kinds ...EventKind) (cancel func()) {
+	if f == nil {
+		panic("lathe: Subscribe with a nil function")
+	}
 	var mask kindMask
 	for _, k := range kinds {
 		mask |= k.bit()
@@ -422,7 +425,16 @@ func (e *Engine) callTraced(ctx context.Context, inv *Invocation) *tool.Outcome 
 			}
 		}})
 	}
+	// A stage that panics takes the call down with it, but the call's
+	// subscribers still see it end.
+	ended := false
+	defer func() {
+		if !ended {
+			t.finish(nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: inv.Call.Name, Message: "a stage of the pipeline panicked"})
+		}
+	}()
 	out, err := e.handler(ctx, inv)
+	ended = true
 	t.finish(out, err)
 	if err != nil {
 		return &tool.Outcome{Result: tool.ErrorResult(err)}

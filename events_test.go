@@ -604,3 +604,26 @@ func TestBatchCallsAreEvents(t *testing.T) {
 		t.Errorf("outcomes in events: %v", outcomes)
 	}
 }
+
+// A stage that panics takes its call down, as before; the call's
+// subscribers still see it end, as a runtime failure.
+func TestPanickingStageStillEndsTheCall(t *testing.T) {
+	stage := func(lathe.Handler) lathe.Handler {
+		return func(context.Context, *lathe.Invocation) (*tool.Outcome, error) { panic("stage broke") }
+	}
+	e := newEngine(t, lathe.Options{Middleware: []lathe.Middleware{stage}}, addTool())
+	r, cancel := record(e)
+	defer cancel()
+	func() {
+		defer func() {
+			if p := recover(); p != "stage broke" {
+				t.Errorf("recovered %v, want the stage's panic", p)
+			}
+		}()
+		call(t, e, "add", `{"a":1,"b":2}`)
+	}()
+	evs := r.wait(t, "the call's end", finished(1))
+	if last := evs[len(evs)-1]; last.Outcome != string(tool.KindRuntimeFailure) {
+		t.Errorf("end = %v, want runtime_failure", last)
+	}
+}
