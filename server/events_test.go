@@ -2,6 +2,9 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -9,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lathe-tools/lathe/runtime/builtin"
+	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/server"
 	"github.com/lathe-tools/lathe/tool"
 )
@@ -90,5 +94,57 @@ func TestClosedServerStopsFollowingTheEngine(t *testing.T) {
 	defer cancel()
 	if _, err := cs.ListTools(ctx, nil); err == nil {
 		t.Error("the client could still list tools after the server closed")
+	}
+}
+
+// lathe as a gateway: an upstream MCP server adds a tool after lathe
+// connected to it; the pool replaces the upstream's tools in the engine, and
+// the engine's event carries the change to lathe's own clients. Nothing is
+// wired between the pool and the server (no OnChange).
+func TestUpstreamChangeReachesClients(t *testing.T) {
+	up := sdk.NewServer(&sdk.Implementation{Name: "upstream"}, nil)
+	add := func(name string) {
+		up.AddTool(&sdk.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "I am " + name}}}, nil
+			})
+	}
+	add("first")
+	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return up }, nil))
+	defer ts.Close()
+
+	e := newEngine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pool, err := mcp.Open(ctx, e, []mcp.Config{{Name: "up", URL: ts.URL}}, mcp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close() // before the upstream's HTTP server closes: its session ends first
+
+	srv := server.New(e, server.Options{})
+	t.Cleanup(func() { srv.Close() })
+	changed := make(chan struct{}, 16)
+	cs := connect(t, srv, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+
+	add("second")
+	for {
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatal("the upstream's new tool did not reach lathe's client as tools/list_changed within 20s")
+		}
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(res.Tools, func(tl *sdk.Tool) bool { return tl.Name == "up__second" }) {
+			break
+		}
+	}
+	if r := callTool(t, cs, "up__second", map[string]any{}); r.IsError || text(r) != "I am second" {
+		t.Errorf("up__second through lathe: %s", text(r))
 	}
 }
