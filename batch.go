@@ -124,7 +124,7 @@ func (e *Engine) CallBatch(ctx context.Context, calls []*tool.Call, opts *BatchO
 				// A tool not registered when the batch was planned never
 				// runs: if it appeared since, the plan would not account
 				// for its effects.
-				out = &tool.Outcome{Result: tool.ErrorResult(unknownToolError(calls[i].Name, e.tools.Load()))}
+				out = e.traceUnrun(ctx, calls[i], &tool.Outcome{Result: tool.ErrorResult(unknownToolError(calls[i].Name, e.tools.Load()))})
 			} else {
 				out = e.Call(ctx, calls[i])
 			}

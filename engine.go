@@ -56,6 +56,7 @@ type Engine struct {
 	closed  atomic.Bool
 	alarms  alarms  // the deadlines of calls that run on goroutines of their own
 	workers workers // the goroutines they run on
+	events  hub     // the subscribers to the engine's events
 }
 
 // registry is an immutable snapshot of the tools; writers replace it whole,
@@ -164,8 +165,16 @@ func (e *Engine) Lookup(name string) (tool.Definition, bool) {
 // Every failure — an unknown tool, invalid arguments, a timeout, a panic — is
 // an error result carrying its [tool.ErrorKind]; [tool.Outcome.Err] turns it
 // into a Go error for callers who want one.
+//
+// The outcome may share memory with what the tool returned (a tool may
+// return the same result to every call): treat it as read-only, and copy it
+// before changing it. The engine itself never changes c or what the tool
+// returned.
 func (e *Engine) Call(ctx context.Context, c *tool.Call) *tool.Outcome {
 	inv := &Invocation{Call: c}
+	if e.events.wants(callKinds) {
+		return e.callTraced(ctx, inv)
+	}
 	out, err := e.handler(ctx, inv)
 	if err != nil {
 		return &tool.Outcome{Result: tool.ErrorResult(err)}
@@ -179,6 +188,7 @@ func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
+	e.events.close()
 	e.workers.close()
 	seen := map[tool.Runtime]bool{}
 	var errs []error
@@ -233,5 +243,10 @@ func (e *Engine) Replace(remove []string, add ...tool.Tool) error {
 		next[name] = en
 	}
 	e.tools.Store(&registry{byName: next})
+	// Published under e.mu, so that subscribers see the changes in the
+	// order they were made.
+	if e.events.wants(EventToolsChanged.bit()) {
+		e.events.toolsChanged(old, remove, entries)
+	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/runtime/builtin"
@@ -71,4 +72,46 @@ func ExampleEngine_Call_question() {
 	// Output:
 	// sure Delete old?
 	// deleted old
+}
+
+// A face follows the engine through its events: the registry's changes, and
+// each call from its start to its end, with the progress it reports.
+func ExampleEngine_Subscribe() {
+	e := lathe.New(lathe.Options{})
+	defer e.Close()
+
+	done := make(chan struct{})
+	cancel := e.Subscribe(func(ev lathe.Event) {
+		// The subscriber runs on a goroutine of its own; the engine never
+		// waits for it.
+		fmt.Println(ev)
+		if ev.Kind == lathe.EventCallFinished {
+			close(done)
+		}
+	})
+	defer cancel()
+
+	count := builtin.Must(builtin.Func(tool.Definition{Name: "count", Summary: "Count to n."},
+		func(ctx context.Context, in struct{ N int }) (int, error) {
+			for i := 1; i <= in.N; i++ {
+				tool.ReportProgress(ctx, tool.Progress{Progress: float64(i), Total: float64(in.N)})
+			}
+			return in.N, nil
+		}))
+	if err := e.Register(count); err != nil {
+		panic(err)
+	}
+	ctx := lathe.WithSession(context.Background(), "session-1")
+	e.Call(ctx, &tool.Call{ID: "a", Name: "count", Arguments: json.RawMessage(`{"N":2}`)})
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		fmt.Println("no call_finished event within 10s")
+	}
+	// Output:
+	// tools_changed added=[count] removed=[]
+	// call_started call=1 tool=count
+	// progress call=1 tool=count progress=1/2
+	// progress call=1 tool=count progress=2/2
+	// call_finished call=1 tool=count outcome=ok
 }

@@ -26,4 +26,10 @@
 // The pipeline is a chain of [Middleware] around one [Handler], in the manner
 // of net/http; [Options.Middleware] inserts stages of one's own (policy,
 // approval, audit) between validation and execution.
+//
+// Faces follow the engine through its events: [Engine.Subscribe] delivers an
+// [Event] when the tools change, and for each call its start, the approvals
+// the policy asks for, its progress and its end, with the caller's session
+// ([WithSession]). A subscriber never holds up a call; nobody subscribed costs
+// a call nothing.
 package lathe

@@ -31,6 +31,7 @@ type Invocation struct {
 	ArgsChanged bool
 
 	entry *entry
+	trace *callTrace // nil while nobody listens to call events
 }
 
 // Handler runs an invocation. A returned error is a failure of the call
@@ -247,6 +248,10 @@ func (e *Engine) executeError(ctx context.Context, inv *Invocation, err error, t
 
 // normalize makes every outcome well formed: exactly one of result and
 // question, content never nil, structured-only results given a text form.
+// What it completes it completes in a copy: the outcome belongs to the
+// runtime, which may hand the same one to every call (a Go tool returning a
+// shared *tool.Result), and may read it at the same time on another call.
+// An outcome that needs nothing is passed on as it is, at no cost.
 func normalize(next Handler) Handler {
 	return func(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
 		out, err := next(ctx, inv)
@@ -267,19 +272,27 @@ func normalize(next Handler) Handler {
 					Stage: "normalize", Message: "the tool asked a question without an id"}
 			}
 			if out.Question.Kind == "" {
-				out.Question.Kind = tool.QuestionText
+				q := *out.Question
+				q.Kind = tool.QuestionText
+				return &tool.Outcome{Question: &q}, nil
 			}
 		default:
 			r := out.Result
-			if len(r.Content) == 0 && len(r.Structured) > 0 {
-				r.Content = []tool.Content{{Type: tool.ContentText, Text: string(r.Structured)}}
+			fromStructured := len(r.Content) == 0 && len(r.Structured) > 0
+			if !fromStructured && r.Content != nil && (!r.IsError || r.ErrorKind != "") {
+				return out, nil
 			}
-			if r.Content == nil {
-				r.Content = []tool.Content{}
+			c := *r
+			if fromStructured {
+				c.Content = []tool.Content{{Type: tool.ContentText, Text: string(r.Structured)}}
 			}
-			if r.IsError && r.ErrorKind == "" {
-				r.ErrorKind = tool.KindToolError
+			if c.Content == nil {
+				c.Content = []tool.Content{}
 			}
+			if c.IsError && c.ErrorKind == "" {
+				c.ErrorKind = tool.KindToolError
+			}
+			return &tool.Outcome{Result: &c}, nil
 		}
 		return out, nil
 	}
@@ -294,57 +307,66 @@ func (e *Engine) capOutput(next Handler) Handler {
 	}
 	return func(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
 		out, err := next(ctx, inv)
-		if err == nil && out != nil && out.Result != nil {
-			capResult(out.Result, limit)
+		if err == nil && out != nil && out.Result != nil && out.Question == nil {
+			if r := capResult(out.Result, limit); r != out.Result {
+				return &tool.Outcome{Result: r}, nil
+			}
 		}
 		return out, err
 	}
 }
 
-// capResult trims r to the cap. The content blocks share one budget of
-// limit bytes; text is cut at a rune boundary, and images, audio and
-// resources that do not fit are dropped whole, since a part of them means
-// nothing. Structured JSON is the same data for programs rather than the
-// model, so it is held to the cap on its own and dropped whole past it.
-func capResult(r *tool.Result, limit int) {
-	var notes []string
-	if len(r.Structured) > limit {
-		notes = append(notes, fmt.Sprintf("structured output of %d bytes omitted", len(r.Structured)))
-		r.Structured = nil
-	}
+// capResult returns r trimmed to the cap: r itself when it fits, else a
+// trimmed copy. r is never changed, nor the slice of its content: they
+// belong to the runtime, which may return the same result on every call, and
+// a cut made in place would cut it for good. The content blocks share one
+// budget of limit bytes; text is cut at a rune boundary, and images, audio
+// and resources that do not fit are dropped whole, since a part of them
+// means nothing. Structured JSON is the same data for programs rather than
+// the model, so it is held to the cap on its own and dropped whole past it.
+func capResult(r *tool.Result, limit int) *tool.Result {
 	total := 0
 	for i := range r.Content {
 		total += contentSize(&r.Content[i])
 	}
-	if total <= limit && len(notes) == 0 {
-		return
+	if total <= limit && len(r.Structured) <= limit {
+		return r
 	}
-	if total > limit {
+	c := *r
+	var notes []string
+	if len(c.Structured) > limit {
+		notes = append(notes, fmt.Sprintf("structured output of %d bytes omitted", len(c.Structured)))
+		c.Structured = nil
+	}
+	// A new slice, with room for the note: the runtime's own is not touched.
+	kept := make([]tool.Content, 0, len(r.Content)+1)
+	if total <= limit {
+		kept = append(kept, r.Content...)
+	} else {
 		budget := limit
-		kept := r.Content[:0]
-		for _, c := range r.Content {
-			size := contentSize(&c)
+		for _, b := range r.Content {
+			size := contentSize(&b)
 			switch {
 			case size <= budget:
 				budget -= size
-				kept = append(kept, c)
-			case c.Type == tool.ContentText && budget > 0 && len(c.Data) == 0 && c.Resource == nil:
-				cut := min(budget, len(c.Text))
-				for cut > 0 && !utf8.RuneStart(c.Text[cut]) {
+				kept = append(kept, b)
+			case b.Type == tool.ContentText && budget > 0 && len(b.Data) == 0 && b.Resource == nil:
+				cut := min(budget, len(b.Text))
+				for cut > 0 && !utf8.RuneStart(b.Text[cut]) {
 					cut--
 				}
-				notes = append(notes, fmt.Sprintf("text cut at %d of %d bytes", cut, len(c.Text)))
-				c.Text = c.Text[:cut]
+				notes = append(notes, fmt.Sprintf("text cut at %d of %d bytes", cut, len(b.Text)))
+				b.Text = b.Text[:cut]
 				budget = 0
-				kept = append(kept, c)
+				kept = append(kept, b)
 			default:
-				notes = append(notes, fmt.Sprintf("%s block of %d bytes omitted", c.Type, size))
+				notes = append(notes, fmt.Sprintf("%s block of %d bytes omitted", b.Type, size))
 			}
 		}
-		r.Content = kept
 	}
-	r.Content = append(r.Content, tool.Content{Type: tool.ContentText,
+	c.Content = append(kept, tool.Content{Type: tool.ContentText,
 		Text: fmt.Sprintf("[output truncated to the %d-byte cap: %s]", limit, strings.Join(notes, "; "))})
+	return &c
 }
 
 func contentSize(c *tool.Content) int {
@@ -401,15 +423,7 @@ func (e *Engine) observe(next Handler) Handler {
 		}
 		start := time.Now()
 		out, err := next(ctx, inv)
-		kind := "ok"
-		switch {
-		case err != nil:
-			kind = string(tool.KindOf(err))
-		case out.Question != nil:
-			kind = "question"
-		case out.Result.IsError:
-			kind = string(out.Result.ErrorKind)
-		}
+		kind := outcomeKind(out, err)
 		log.LogAttrs(ctx, slog.LevelDebug, "call", slog.String("tool", inv.Call.Name),
 			slog.String("id", inv.Call.ID), slog.Duration("duration", time.Since(start)), slog.String("outcome", kind))
 		return out, err

@@ -88,7 +88,6 @@ const (
 	approverKey ctxKey = iota
 	personKey
 	noteKey
-	sessionKey
 )
 
 // WithApprover returns a context whose calls ask a instead of the
@@ -102,14 +101,6 @@ func WithApprover(ctx context.Context, a Approver) context.Context {
 // them. Deny rules still hold.
 func WithPerson(ctx context.Context, who string) context.Context {
 	return context.WithValue(ctx, personKey, who)
-}
-
-// WithSession returns a context whose calls belong to the session id: an
-// "allow for the session" answer holds for the calls of that session alone.
-// A face that serves several clients at once (lathe serve over HTTP) gives
-// each its own; calls without one share the process's session.
-func WithSession(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, sessionKey, id)
 }
 
 // WithNote returns a context in which [Middleware] reports its decision to
@@ -133,7 +124,11 @@ type Options struct {
 }
 
 // Middleware puts p into an engine's pipeline: denied calls end with
-// [tool.KindDenied] and the reason, asked ones go to the approver.
+// [tool.KindDenied] and the reason, asked ones go to the approver. How each
+// ask was settled is published as the engine's events
+// ([lathe.EventApprovalAsked] when someone is asked and waited for,
+// [lathe.EventApprovalAnswered] for every ask), with the rule that asked and
+// who answered.
 func Middleware(p *Policy, opts Options) lathe.Middleware {
 	if opts.FormatTimeout <= 0 {
 		opts.FormatTimeout = 5 * time.Second
@@ -145,7 +140,11 @@ func Middleware(p *Policy, opts Options) lathe.Middleware {
 			def := &inv.Tool.Definition
 			d := p.Decide(def, inv.Args)
 			if d.Approval == Ask {
-				d = settle(ctx, opts, inv, d, &mu, session)
+				var v Verdict
+				rule := ruleName(d.Rule)
+				d, v = settle(ctx, opts, inv, d, &mu, session)
+				inv.Emit(lathe.Event{Kind: lathe.EventApprovalAnswered,
+					Approval: &lathe.Approval{Rule: rule, Reason: d.Reason, Answer: string(v), By: d.By}})
 			}
 			if note, ok := ctx.Value(noteKey).(func(Decision)); ok {
 				note(d)
@@ -160,29 +159,34 @@ func Middleware(p *Policy, opts Options) lathe.Middleware {
 }
 
 // settle turns an ask into allow or deny: a session grant, a stored grant,
-// the person who typed the call, or an approver.
-func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision, mu *sync.Mutex, session map[string]bool) Decision {
+// the person who typed the call, or an approver. The verdict says how the
+// ask was answered, for the engine's events: a session's earlier answer
+// counts as "session", a stored grant as "always", a person's own call as
+// "once", and whatever does not allow the call as "deny". Only when an
+// approver is asked is [lathe.EventApprovalAsked] published, just before:
+// the other answers come at once, without anyone to wait for.
+func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision, mu *sync.Mutex, session map[string]bool) (Decision, Verdict) {
 	name := inv.Tool.Definition.Name
 	command := grantCommand(inv.Args)
-	sid, _ := ctx.Value(sessionKey).(string)
+	sid := lathe.SessionFrom(ctx)
 	key := sid + "\x00" + name + "\x00" + command
 	mu.Lock()
 	ok := session[key]
 	mu.Unlock()
 	if ok {
-		return Decision{Approval: Allow, By: "session", Rule: d.Rule, Reason: "allowed for this session"}
+		return Decision{Approval: Allow, By: "session", Rule: d.Rule, Reason: "allowed for this session"}, AllowSession
 	}
 	if opts.Grants != nil {
 		ok, err := opts.Grants.Granted(ctx, name, command)
 		if err != nil {
-			return Decision{Approval: Deny, By: "grant", Rule: d.Rule, Reason: "the grants could not be read: " + err.Error()}
+			return Decision{Approval: Deny, By: "grant", Rule: d.Rule, Reason: "the grants could not be read: " + err.Error()}, Refuse
 		}
 		if ok {
-			return Decision{Approval: Allow, By: "grant", Rule: d.Rule, Reason: "allowed by a stored grant"}
+			return Decision{Approval: Allow, By: "grant", Rule: d.Rule, Reason: "allowed by a stored grant"}, AllowAlways
 		}
 	}
 	if who, ok := ctx.Value(personKey).(string); ok {
-		return Decision{Approval: Allow, By: who, Rule: d.Rule, Reason: "called by a person"}
+		return Decision{Approval: Allow, By: who, Rule: d.Rule, Reason: "called by a person"}, AllowOnce
 	}
 	a, by := opts.Approver, "approver"
 	if ca, ok := ctx.Value(approverKey).(Approver); ok {
@@ -195,37 +199,52 @@ func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision
 	}
 	if a == nil {
 		return Decision{Approval: Deny, By: "nobody", Rule: d.Rule,
-			Reason: "the call needs approval (" + d.Reason + ") and there is no one to ask"}
+			Reason: "the call needs approval (" + d.Reason + ") and there is no one to ask"}, Refuse
 	}
 	req := &Request{Tool: &inv.Tool.Definition, Call: inv.Call, Arguments: render(ctx, opts, inv), Reason: d.Reason}
+	inv.Emit(lathe.Event{Kind: lathe.EventApprovalAsked, Approval: &lathe.Approval{Rule: ruleName(d.Rule), Reason: d.Reason}})
 	ans, err := a.Approve(ctx, req)
 	if err != nil {
-		return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: "approval could not be asked: " + err.Error()}
+		return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: "approval could not be asked: " + err.Error()}, Refuse
 	}
 	switch ans.Verdict {
 	case AllowOnce:
-		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved once"}
+		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved once"}, AllowOnce
 	case AllowSession:
 		mu.Lock()
 		session[key] = true
 		mu.Unlock()
-		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved for the session"}
+		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved for the session"}, AllowSession
 	case AllowAlways:
 		if opts.Grants != nil {
 			if err := opts.Grants.AddGrant(ctx, Grant{Tool: name, Command: command, Created: time.Now()}); err != nil {
-				return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved; the grant could not be stored: " + err.Error()}
+				return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved; the grant could not be stored: " + err.Error()}, AllowAlways
 			}
 		}
 		mu.Lock()
 		session[key] = true
 		mu.Unlock()
-		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved always"}
+		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved always"}, AllowAlways
 	}
 	reason := "the person refused the call"
 	if ans.Reason != "" {
 		reason += ": " + ans.Reason
 	}
-	return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: reason}
+	return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: reason}, Refuse
+}
+
+// ruleName names a rule in the engine's events: where it came from, else
+// its patterns; "" for no rule (the tool's annotations decided).
+func ruleName(r *Rule) string {
+	switch {
+	case r == nil:
+		return ""
+	case r.Source != "":
+		return r.Source
+	case r.Args != "":
+		return fmt.Sprintf("tool %q args %q", r.Tool, r.Args)
+	}
+	return fmt.Sprintf("tool %q", r.Tool)
 }
 
 // grantCommand is the command line a grant or a session approval is

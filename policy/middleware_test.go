@@ -227,8 +227,8 @@ func TestSessionsAreSeparate(t *testing.T) {
 			n++
 			return policy.Answer{Verdict: policy.AllowSession}, nil
 		})})
-	a := policy.WithSession(context.Background(), "a")
-	b := policy.WithSession(context.Background(), "b")
+	a := lathe.WithSession(context.Background(), "a")
+	b := lathe.WithSession(context.Background(), "b")
 	call(a, e, "wipe")
 	call(a, e, "wipe")
 	call(b, e, "wipe")

@@ -14,8 +14,10 @@
 // Cancelling a call (notifications/cancelled) cancels the engine's call and
 // so the upstream one.
 //
-// [Server.Sync] brings the served tools in line with the engine after its
-// registry changed; the SDK then sends notifications/tools/list_changed.
+// The server follows the engine's registry: when its tools change
+// ([lathe.EventToolsChanged], from Register, Replace, Unregister, or an
+// upstream server's own tools/list_changed), [Server.Sync] brings the
+// served tools in line and the SDK sends notifications/tools/list_changed.
 package server
 
 import (
@@ -41,7 +43,6 @@ import (
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/internal/mcpconv"
-	"github.com/lathe-tools/lathe/policy"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -78,7 +79,14 @@ type Server struct {
 	mu       sync.Mutex
 	served   map[string]string // tool name → the definition served, as JSON
 	sessions map[*sdk.ServerSession]bool
-	wg       sync.WaitGroup
+	// sessionIDs names each live session for the policy and the engine's
+	// events, from a counter: a name no later session can share, as it
+	// could share the address of a freed one.
+	sessionIDs  map[*sdk.ServerSession]string
+	lastSession uint64
+	wg          sync.WaitGroup
+	// unsubscribe ends the server's subscription to the engine's events.
+	unsubscribe func()
 }
 
 // New returns a server of e's tools.
@@ -92,7 +100,8 @@ func New(e *lathe.Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{e: e, opts: opts, served: map[string]string{}, sessions: map[*sdk.ServerSession]bool{}}
+	s := &Server{e: e, opts: opts, served: map[string]string{}, sessions: map[*sdk.ServerSession]bool{},
+		sessionIDs: map[*sdk.ServerSession]string{}}
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
 		Instructions: opts.Instructions,
 		Logger:       opts.Logger,
@@ -112,6 +121,14 @@ func New(e *lathe.Engine, opts Options) *Server {
 			return next(ctx, method, req)
 		}
 	})
+	// Subscribed before the first Sync, so that no change falls between.
+	// A subscriber that fell behind and lost events may have lost a change
+	// of the tools, so it syncs then too; Sync is idempotent.
+	s.unsubscribe = e.Subscribe(func(ev lathe.Event) {
+		if ev.Kind == lathe.EventToolsChanged || ev.Dropped > 0 {
+			s.Sync()
+		}
+	}, lathe.EventToolsChanged)
 	s.Sync()
 	return s
 }
@@ -124,16 +141,39 @@ func (s *Server) track(ss *sdk.ServerSession) {
 		return
 	}
 	s.sessions[ss] = true
+	s.sessionIDs[ss] = s.newSessionID()
 	s.wg.Go(func() {
 		ss.Wait()
 		s.mu.Lock()
 		delete(s.sessions, ss)
+		delete(s.sessionIDs, ss)
 		s.mu.Unlock()
 	})
 }
 
-// Close ends every client session. Calls in flight are cancelled.
+// newSessionID returns a session name never given before. s.mu is held.
+func (s *Server) newSessionID() string {
+	s.lastSession++
+	return "mcp-" + strconv.FormatUint(s.lastSession, 10)
+}
+
+// sessionID names the session ss for the policy's "allow for the session"
+// and the engine's events. The name lives as long as the session; a
+// session the server does not track (one that began as the server closed)
+// gets a fresh name for each call, so that no approval carries over.
+func (s *Server) sessionID(ss *sdk.ServerSession) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id, ok := s.sessionIDs[ss]; ok {
+		return id
+	}
+	return s.newSessionID()
+}
+
+// Close ends every client session, and the server's following of the
+// engine's tools. Calls in flight are cancelled.
 func (s *Server) Close() error {
+	s.unsubscribe()
 	s.mu.Lock()
 	sessions := s.sessions
 	s.sessions = nil
@@ -150,7 +190,7 @@ func (s *Server) MCP() *sdk.Server { return s.mcp }
 
 // Sync serves the engine's current tools: it adds the new, replaces the
 // changed and removes the gone, and so makes the SDK notify connected
-// clients. Call it after the registry changed.
+// clients. The server calls it itself whenever the engine's tools change.
 func (s *Server) Sync() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -225,8 +265,9 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 		}
 		ctx = tool.WithHooks(ctx, s.hooks(ss, req.Params.GetProgressToken(), caps))
 		// An "allow for the session" a client's person gives holds for that
-		// client alone, not for every client of the server.
-		ctx = policy.WithSession(ctx, fmt.Sprintf("mcp-%p", ss))
+		// client alone, not for every client of the server, nor for a later
+		// one.
+		ctx = lathe.WithSession(ctx, s.sessionID(ss))
 		c := &tool.Call{ID: "mcp-" + strconv.FormatUint(s.ids.Add(1), 10), Name: name}
 		if len(req.Params.Arguments) > 0 {
 			c.Arguments = req.Params.Arguments
