@@ -41,6 +41,9 @@ type Config struct {
 	Sandbox Sandbox `toml:"sandbox"`
 	// Files names the files that were read, lowest precedence first.
 	Files []string `toml:"-"`
+
+	// origins says where each value was set (see origin.go).
+	origins origins `toml:"-"`
 }
 
 // Defaults is the [defaults] table.
@@ -185,6 +188,7 @@ func (c *Config) Merge(over *Config) {
 		return
 	}
 	files := append(slices.Clip(c.Files), over.Files...)
+	c.mergeOrigins(over)
 	merge(reflect.ValueOf(c).Elem(), reflect.ValueOf(over).Elem())
 	c.Files = files
 }

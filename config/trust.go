@@ -171,6 +171,7 @@ func (c *Config) Split() (*Config, []Widening) {
 		add(Pos{File: file}, "sandbox.permissions."+k, "lets sandboxed processes reach more")
 	}
 	slices.SortStableFunc(ws, func(a, b Widening) int { return cmp.Compare(a.Pos.Line, b.Pos.Line) })
+	c.keepOrigins(n)
 	return n, ws
 }
 
