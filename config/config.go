@@ -204,7 +204,9 @@ func merge(dst, src reflect.Value) {
 	case reflect.Pointer:
 		switch {
 		case src.IsNil():
-		case dst.IsNil():
+		case dst.IsNil() || src.Elem().Kind() != reflect.Struct:
+			// A pointer to a plain value is set when it is not nil, its
+			// zero included: enable = false overrides enable = true.
 			dst.Set(clone(src))
 		default:
 			merge(dst.Elem(), src.Elem())

@@ -195,3 +195,46 @@ func TestSettingsKinds(t *testing.T) {
 		}
 	}
 }
+
+// A later file that sets a pointer key to its zero value (enable = false,
+// prefix = "") overrides an earlier file that set it otherwise: the
+// workspace that turns a tool off must not be overruled by the user file's
+// enable = true, and the place shown must be that of the value in force.
+func TestMergeZeroPointer(t *testing.T) {
+	user := mustParse(t, "user.toml", lines(
+		`[tools.run_command]`,
+		`enable = true`,
+		`[mcp.gh]`,
+		`url = "https://example.invalid/mcp"`,
+		`prefix = "gh_"`,
+		`[audit]`,
+		`enable = true`,
+	))
+	ws := mustParse(t, "lathe.toml", lines(
+		`[tools.run_command]`,
+		`enable = false`,
+		`[mcp.gh]`,
+		`prefix = ""`,
+		`[audit]`,
+		`enable = false`,
+	))
+	cfg := &Config{}
+	cfg.Merge(user)
+	cfg.Merge(ws)
+	if e := cfg.Tools["run_command"].Enable; e == nil || *e {
+		t.Errorf("tools.run_command.enable = %v, want false from the workspace", e)
+	}
+	if p := cfg.MCP["gh"].Prefix; p == nil || *p != "" {
+		t.Errorf("mcp.gh.prefix = %v, want \"\" from the workspace", p)
+	}
+	if e := cfg.Audit.Enable; e == nil || *e {
+		t.Errorf("audit.enable = %v, want false from the workspace", e)
+	}
+	if got, _ := cfg.Origin("tools", "run_command", "enable"); got != (Pos{"lathe.toml", 2}) {
+		t.Errorf("Origin(tools.run_command.enable) = %v, want lathe.toml:2", got)
+	}
+	// The user's value is untouched.
+	if e := user.Tools["run_command"].Enable; !*e {
+		t.Error("merging changed the user file's value")
+	}
+}
