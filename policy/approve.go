@@ -176,14 +176,8 @@ func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision
 	if ok {
 		return Decision{Approval: Allow, By: "session", Rule: d.Rule, Reason: "allowed for this session"}
 	}
-	if opts.Grants != nil {
-		ok, err := opts.Grants.Granted(ctx, name, command)
-		if err != nil {
-			return Decision{Approval: Deny, By: "grant", Rule: d.Rule, Reason: "the grants could not be read: " + err.Error()}
-		}
-		if ok {
-			return Decision{Approval: Allow, By: "grant", Rule: d.Rule, Reason: "allowed by a stored grant"}
-		}
+	if g, ok := grantDecision(ctx, opts.Grants, name, command, d); ok {
+		return g
 	}
 	if who, ok := ctx.Value(personKey).(string); ok {
 		return Decision{Approval: Allow, By: who, Rule: d.Rule, Reason: "called by a person"}
