@@ -238,3 +238,27 @@ func TestMergeZeroPointer(t *testing.T) {
 		t.Error("merging changed the user file's value")
 	}
 }
+
+// The settings of [sandbox] and [audit] that need trust are each placed at
+// their own line, so that a person can find them.
+func TestSplitPlacesKeys(t *testing.T) {
+	c := mustParse(t, "lathe.toml", lines(
+		`[sandbox]`,
+		`profile = "dev"`,
+		`[sandbox.limits]`,
+		`wall_time = "10m"`,
+		`[audit]`,
+		`path = "/tmp/elsewhere.db"`,
+	))
+	_, ws := c.Split()
+	want := map[string]int{"sandbox.profile": 2, "sandbox.limits.wall_time": 4, "audit.path": 6}
+	for _, w := range ws {
+		if line, ok := want[w.Key]; ok && w.Pos != (Pos{"lathe.toml", line}) {
+			t.Errorf("%s placed at %v, want lathe.toml:%d", w.Key, w.Pos, line)
+		}
+		delete(want, w.Key)
+	}
+	if len(want) > 0 {
+		t.Errorf("not listed: %v", want)
+	}
+}
