@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"reflect"
 	"testing"
 )
@@ -261,4 +262,52 @@ func TestSplitPlacesKeys(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("not listed: %v", want)
 	}
+}
+
+// FuzzSettings checks, for every file Parse accepts, that each value is
+// placed on a line of the file, that Origin agrees with Settings, that a
+// merge keeps every place, and that what Split keeps keeps its place.
+func FuzzSettings(f *testing.F) {
+	for _, s := range []string{
+		"[defaults]\ntimeout = \"60s\"\nmax_output_bytes = 1024\n",
+		"tools = { a = { enable = true, summary = \"s\" }, \"b c\" = {} }\n",
+		"[tools.a]\ncommand = [\"x\", \"{y}\"]\noptions = { k = [1, {a = 2}] }\n[tools.a.parameters.y]\ntype = \"string\"\n",
+		"[mcp.s]\nurl = \"http://x\"\nheaders = { A = \"b\" }\nprefix = \"\"\n[sandbox.permissions]\nread = [\"/a\"]\n",
+		"[[policy.rules]]\ntool = \"a\"\napproval = \"deny\"\n[[policy.rules]]\ntool = \"b*\"\nargs = \"x *\"\napproval = \"allow\"\n",
+		"sandbox.limits.cpus = 0.5\naudit.enable = false\n",
+	} {
+		f.Add([]byte(s))
+	}
+	const name = "lathe.toml"
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse(name, data)
+		if err != nil {
+			return
+		}
+		lastLine := bytes.Count(data, []byte("\n")) + 1
+		settings := cfg.Settings()
+		for _, s := range settings {
+			if s.Pos.File != name || s.Pos.Line < 1 || s.Pos.Line > lastLine {
+				t.Errorf("%s placed at %v (the file has %d lines)", s.Name(), s.Pos, lastLine)
+			}
+			if s.Key[0] == "policy" {
+				continue
+			}
+			if p, ok := cfg.Origin(s.Key...); !ok || p != s.Pos {
+				t.Errorf("Origin(%s) = %v, %v; Settings says %v", s.Name(), p, ok, s.Pos)
+			}
+		}
+		merged := &Config{}
+		merged.Merge(cfg)
+		if got := merged.Settings(); !reflect.DeepEqual(got, settings) {
+			t.Errorf("a merge changed the settings:\n got %v\nwant %v", got, settings)
+		}
+		n, _ := cfg.Split()
+		all := settingsOf(cfg)
+		for _, s := range n.Settings() {
+			if w, ok := all[s.Name()]; !ok || w.Pos != s.Pos || !reflect.DeepEqual(w.Value, s.Value) {
+				t.Errorf("Split kept %s = %v at %v; the file has %v at %v", s.Name(), s.Value, s.Pos, w.Value, w.Pos)
+			}
+		}
+	})
 }
