@@ -17,6 +17,7 @@ import (
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/audit"
 	"github.com/lathe-tools/lathe/config"
+	"github.com/lathe-tools/lathe/internal/statedir"
 	"github.com/lathe-tools/lathe/sandbox"
 	"github.com/lathe-tools/lathe/trust"
 )
@@ -117,7 +118,9 @@ func explainConfig(cfg *config.Config, pending []config.Pending, ws string) *con
 			for _, w := range p.Widenings {
 				x.LeftOut = append(x.LeftOut, leftOutJSON{File: w.Pos.File, Line: w.Pos.Line, Key: w.Key, What: w.What})
 			}
-		case f == config.UserFile():
+		case f == config.UserFile() && !statedir.Within(ws, f):
+			// A user file inside the workspace needs trust like the
+			// workspace's own (config.Source.User).
 			fj.Trust = "yours"
 		default:
 			fj.Trust = trustOfApplied(f, ws)
