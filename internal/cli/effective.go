@@ -161,14 +161,21 @@ func effectiveOf(ctx context.Context, cfg *config.Config, ws string, def tool.De
 	a := def.Annotations
 	e.Effects = effects{Word: effect(a), ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint,
 		Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}
-	p := policyOf(cfg)
-	grants, note := grantsOf(cfg, ws)
-	e.Approval = checkOf(p.DryRun(ctx, grants, &def, map[string]any{}), note)
+	// The approval shown is that of a call no argument rule matches: the
+	// rules that look at arguments are listed apart, since which of them
+	// a call meets depends on the call.
+	p, byName := policyOf(cfg), &policy.Policy{}
 	for i := range p.Rules {
-		if r := &p.Rules[i]; r.Args != "" && policy.Match(r.Tool, def.Name) {
+		r := &p.Rules[i]
+		switch {
+		case r.Args == "":
+			byName.Rules = append(byName.Rules, *r)
+		case policy.Match(r.Tool, def.Name):
 			e.ArgumentRules = append(e.ArgumentRules, *ruleOf(r))
 		}
 	}
+	grants, note := grantsOf(cfg, ws)
+	e.Approval = checkOf(byName.DryRun(ctx, grants, &def, map[string]any{}), note)
 	return e
 }
 
