@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -240,9 +241,20 @@ func (x *configJSON) write(w io.Writer) error {
 		}
 		gr.items = append(gr.items, s)
 	}
+	// The top-level tables come in the order Config declares them, the
+	// defaults of a table beside the values files set in it.
+	top := map[string]int{}
+	ct := reflect.TypeFor[config.Config]()
+	for i := range ct.NumField() {
+		key, _, _ := strings.Cut(ct.Field(i).Tag.Get("toml"), ",")
+		top[key] = i
+	}
 	slices.SortStableFunc(groups, func(a, b *group) int {
 		for i := 0; i < len(a.table) && i < len(b.table); i++ {
 			ra, rb := first[strings.Join(a.table[:i+1], "\x00")], first[strings.Join(b.table[:i+1], "\x00")]
+			if i == 0 {
+				ra, rb = top[a.table[0]], top[b.table[0]]
+			}
 			if ra != rb {
 				return cmp.Compare(ra, rb)
 			}
