@@ -41,6 +41,9 @@ type Config struct {
 	Sandbox Sandbox `toml:"sandbox"`
 	// Files names the files that were read, lowest precedence first.
 	Files []string `toml:"-"`
+
+	// origins says where each value was set (see origin.go).
+	origins origins `toml:"-"`
 }
 
 // Defaults is the [defaults] table.
@@ -185,6 +188,7 @@ func (c *Config) Merge(over *Config) {
 		return
 	}
 	files := append(slices.Clip(c.Files), over.Files...)
+	c.mergeOrigins(over)
 	merge(reflect.ValueOf(c).Elem(), reflect.ValueOf(over).Elem())
 	c.Files = files
 }
@@ -200,7 +204,9 @@ func merge(dst, src reflect.Value) {
 	case reflect.Pointer:
 		switch {
 		case src.IsNil():
-		case dst.IsNil():
+		case dst.IsNil() || src.Elem().Kind() != reflect.Struct:
+			// A pointer to a plain value is set when it is not nil, its
+			// zero included: enable = false overrides enable = true.
 			dst.Set(clone(src))
 		default:
 			merge(dst.Elem(), src.Elem())

@@ -39,6 +39,7 @@ func parse(name string, data []byte, cfg *Config) []error {
 	}
 	d := &decoder{file: name, pos: pos}
 	d.decode(nil, doc, reflect.ValueOf(cfg).Elem())
+	cfg.recordOrigins(name, pos)
 	return d.errs
 }
 

@@ -33,6 +33,12 @@
 //		report(p.Source.Name, p.Widenings) // what was left out, and why
 //	}
 //
+// Every value of a merged configuration knows where it came from: the file
+// whose value won, and the line of its key. [Config.Origin] answers for one
+// key and [Config.Settings] lists them all, for a program that shows a
+// person what applies and why (lathe config). What trust left out is not
+// merged, so it never claims a place.
+//
 // The keys are the `toml` tags of [Config] and the types below it; the
 // project's docs/config.md documents each for users. Adding a key is adding a
 // tagged, documented field: a key that no field names is an error, whatever

@@ -155,22 +155,30 @@ func (c *Config) Split() (*Config, []Widening) {
 		add(r.Pos, "policy.rules", "approval = %q for %s lets calls run without asking", string(r.Approval), what)
 	}
 
+	// The keys of these tables are placed at their own lines.
+	at := func(path ...string) Pos {
+		if p, ok := c.origins[pathKey(path)]; ok {
+			return p
+		}
+		return Pos{File: file}
+	}
 	for _, k := range setKeys(&c.Audit) {
-		add(Pos{File: file}, "audit."+k, "changes where calls are recorded, or what is")
+		add(at("audit", k), "audit."+k, "changes where calls are recorded, or what is")
 	}
 	switch c.Sandbox.Profile {
 	case "", "hardened":
 		n.Sandbox.Profile = c.Sandbox.Profile
 	default:
-		add(Pos{File: file}, "sandbox.profile", "runs process tools and run_command under the %s sandbox profile", c.Sandbox.Profile)
+		add(at("sandbox", "profile"), "sandbox.profile", "runs process tools and run_command under the %s sandbox profile", c.Sandbox.Profile)
 	}
 	for _, k := range setKeys(&c.Sandbox.Limits) {
-		add(Pos{File: file}, "sandbox.limits."+k, "changes a limit of the sandbox")
+		add(at("sandbox", "limits", k), "sandbox.limits."+k, "changes a limit of the sandbox")
 	}
 	for _, k := range setKeys(&c.Sandbox.Permissions) {
-		add(Pos{File: file}, "sandbox.permissions."+k, "lets sandboxed processes reach more")
+		add(at("sandbox", "permissions", k), "sandbox.permissions."+k, "lets sandboxed processes reach more")
 	}
 	slices.SortStableFunc(ws, func(a, b Widening) int { return cmp.Compare(a.Pos.Line, b.Pos.Line) })
+	c.keepOrigins(n)
 	return n, ws
 }
 

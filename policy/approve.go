@@ -176,14 +176,11 @@ func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision
 	if ok {
 		return Decision{Approval: Allow, By: "session", Rule: d.Rule, Reason: "allowed for this session"}, AllowSession
 	}
-	if opts.Grants != nil {
-		ok, err := opts.Grants.Granted(ctx, name, command)
-		if err != nil {
-			return Decision{Approval: Deny, By: "grant", Rule: d.Rule, Reason: "the grants could not be read: " + err.Error()}, Refuse
+	if g, ok := grantDecision(ctx, opts.Grants, name, command, d); ok {
+		if g.Approval == Allow {
+			return g, AllowAlways
 		}
-		if ok {
-			return Decision{Approval: Allow, By: "grant", Rule: d.Rule, Reason: "allowed by a stored grant"}, AllowAlways
-		}
+		return g, Refuse
 	}
 	if who, ok := ctx.Value(personKey).(string); ok {
 		return Decision{Approval: Allow, By: who, Rule: d.Rule, Reason: "called by a person"}, AllowOnce

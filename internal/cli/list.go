@@ -58,22 +58,34 @@ func newDescribeCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "describe NAME",
-		Short: "Show a tool's full description and schemas",
-		Args:  usage(cobra.ExactArgs(1)),
+		Short: "Show a tool's description, schemas, and what lathe makes of it",
+		Long: "Show a tool's full description and schemas, and what lathe makes of it: the timeout of a call, the\n" +
+			"sandbox profile of its process, its effects, and the approval a call gets, each with the place in\n" +
+			"the configuration that set it (file:line) or \"default\".",
+		Args: usage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			e, err := g.openEngine()
+			// What lathe makes of the tool is worked out from the
+			// configuration the engine was built from, read once.
+			w, err := g.openWorkspace(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer e.Close()
+			e, cfg, ws := w.Engine, w.Config, w.Dir
 			d, ok := e.Lookup(args[0])
 			if !ok {
 				return &tool.Error{Kind: tool.KindUnknownTool, Tool: args[0], Message: "no tool of this name; `lathe list` shows what exists"}
 			}
+			eff := effectiveOf(cmd.Context(), cfg, ws, d)
 			if asJSON {
-				return writeJSON(g.streams.Out, d)
+				return writeJSON(g.streams.Out, struct {
+					tool.Definition
+					Effective effective `json:"effective"`
+				}{d, eff})
 			}
-			return describe(g.streams.Out, d)
+			if err := describe(g.streams.Out, d); err != nil {
+				return err
+			}
+			return describeEffective(g.streams.Out, eff)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the definition as JSON")

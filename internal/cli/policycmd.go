@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lathe-tools/lathe/policy"
+	"github.com/lathe-tools/lathe/schema"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+func newPolicyCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "policy",
+		Short: "Dry-run the approval policy",
+		Args:  usage(cobra.NoArgs),
+	}
+	cmd.AddCommand(newPolicyCheckCmd(g))
+	return cmd
+}
+
+func newPolicyCheckCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check NAME [JSON | - | key=value ...]",
+		Short: "Say whether a call would be allowed, asked about or denied, without running it",
+		Long: "Dry-run the policy for a call of the tool NAME with the arguments given as `lathe call` takes them:\n" +
+			"the arguments are checked against the tool's schema first, then the policy says allow, ask or\n" +
+			"deny, naming the rule (file:line) or the default behind it, and whether a stored grant would\n" +
+			"settle an ask. Nothing runs and nobody is asked. The decision is the one a call from an agent\n" +
+			"gets; `lathe call`, typed by a person, counts as that person's approval of an ask.\n\n" +
+			"Exit status: 0 allow, 6 deny, 10 ask (a person would be asked), and as for lathe call an\n" +
+			"unknown tool (4) or invalid arguments (5).",
+		Args: usage(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			raw, err := parseArguments(args[1:], g.streams.In)
+			if err != nil {
+				return &usageError{err}
+			}
+			// What lathe makes of the tool is worked out from the
+			// configuration the engine was built from, read once.
+			w, err := g.openWorkspace(cmd.Context())
+			if err != nil {
+				return err
+			}
+			e, cfg, ws := w.Engine, w.Config, w.Dir
+			d, ok := e.Lookup(args[0])
+			if !ok {
+				return &tool.Error{Kind: tool.KindUnknownTool, Tool: args[0], Message: "no tool of this name; `lathe list` shows what exists"}
+			}
+			v, err := prepareArguments(d, raw)
+			if err != nil {
+				return err
+			}
+			grants, note := grantsOf(cfg, ws)
+			c := checkOf(policyOf(cfg).DryRun(cmd.Context(), grants, &d, v), note)
+			if asJSON {
+				err = writeJSON(g.streams.Out, struct {
+					Tool      string `json:"tool"`
+					Arguments any    `json:"arguments"`
+					check
+				}{d.Name, v, c})
+			} else {
+				writeCheck(g.streams.Out, d.Name+": ", c)
+				if c.Decision == string(policy.Ask) {
+					fmt.Fprintf(g.streams.Out, "%*sa call from an agent asks the person serving it, and is denied when no one can be asked;\n"+
+						"%*slathe call, typed by a person, runs it\n", len(d.Name)+2, "", len(d.Name)+2, "")
+				}
+			}
+			if err != nil {
+				return err
+			}
+			return checkExit(d, c)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the decision as JSON")
+	return cmd
+}
+
+// checkExit is the error, already reported, whose exit code says what the
+// policy decided: none for allow, [ExitDenied] for deny, [ExitNeedsInput]
+// for ask, since a person would have to answer.
+func checkExit(d tool.Definition, c check) error {
+	switch policy.Approval(c.Decision) {
+	case policy.Allow:
+		return nil
+	case policy.Deny:
+		return &silentError{&tool.Error{Kind: tool.KindDenied, Tool: d.Name, Stage: "policy", Message: c.Reason}}
+	}
+	return &silentError{&needsInputError{&tool.Question{Text: "a person would be asked: " + c.Reason}}}
+}
+
+// prepareArguments turns raw arguments into what the policy sees, as the
+// engine's pipeline does before its policy stage: decoded, strings of other
+// types converted to the types the schema declares, defaults filled in,
+// and validated. Bad arguments are the error a call would get.
+func prepareArguments(d tool.Definition, raw json.RawMessage) (any, error) {
+	invalid := func(stage string, err error) error {
+		return &tool.Error{Kind: tool.KindInvalidArguments, Tool: d.Name, Runtime: d.Runtime, Stage: stage,
+			Message: "invalid arguments", Err: err}
+	}
+	s, err := schema.Compile(d.InputSchema)
+	if err != nil {
+		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: d.Name, Stage: "validate", Message: "the tool's input schema does not compile", Err: err}
+	}
+	v, err := schema.Decode(raw)
+	if err != nil {
+		return nil, invalid("decode", err)
+	}
+	v, _ = s.Coerce(v)
+	v, _ = s.ApplyDefaults(v)
+	if err := s.Validate(v); err != nil {
+		return nil, invalid("validate", err)
+	}
+	return v, nil
+}
