@@ -134,9 +134,8 @@ type Workspace struct {
 	pool  *mcp.Pool
 	store *lazyStore
 
-	mu        sync.Mutex
-	listeners []func()
-	closed    bool
+	mu     sync.Mutex
+	closed bool
 }
 
 // ConfigError reports an invalid configuration. Its message names each
@@ -292,23 +291,6 @@ func (w *Workspace) Close() error {
 		errs = append(errs, w.store.close())
 	}
 	return errors.Join(errs...)
-}
-
-// OnToolsChanged calls f whenever an upstream server changes its tools
-// after Open: a server face sends notifications/tools/list_changed.
-func (w *Workspace) OnToolsChanged(f func()) {
-	w.mu.Lock()
-	w.listeners = append(w.listeners, f)
-	w.mu.Unlock()
-}
-
-func (w *Workspace) changed() {
-	w.mu.Lock()
-	ls := append([]func(){}, w.listeners...)
-	w.mu.Unlock()
-	for _, f := range ls {
-		f()
-	}
 }
 
 // AuditPath returns the audit database the configuration names, whether

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/internal/mcptest"
 	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/policy"
@@ -248,8 +250,8 @@ func TestPoolClosedWithWorkspace(t *testing.T) {
 }
 
 // A server that starts with no tools keeps its session, and the tools it
-// lists later reach the engine and the workspace's listeners (lathe serve
-// sends notifications/tools/list_changed from there).
+// lists later reach the engine and its subscribers (lathe serve sends
+// notifications/tools/list_changed from there).
 func TestToolsListedLater(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -265,11 +267,18 @@ func TestToolsListedLater(t *testing.T) {
 	}
 	defer w.Close()
 	changed := make(chan struct{}, 8)
-	w.OnToolsChanged(func() { changed <- struct{}{} })
-	select {
-	case <-changed:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("no tools-changed event 20s after the start; tools: %s", names(w))
+	cancel := w.Engine.Subscribe(func(ev lathe.Event) {
+		if slices.Contains(ev.Added, "up__late") {
+			changed <- struct{}{}
+		}
+	}, lathe.EventToolsChanged)
+	defer cancel()
+	if _, ok := w.Engine.Lookup("up__late"); !ok {
+		select {
+		case <-changed:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no tools-changed event 20s after the start; tools: %s", names(w))
+		}
 	}
 	out := w.Engine.Call(ctx, &tool.Call{Name: "up__late", Arguments: json.RawMessage(`{}`)})
 	if out.Result == nil || out.Result.Text() != "late here" {

@@ -54,11 +54,10 @@ func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string
 		return nil
 	}
 	mo := mcp.Options{
-		Hooks:    fallbackHooks(opts.Hooks),
-		Adjust:   cfg.Apply,
-		OnChange: w.changed,
-		Warn:     opts.warn,
-		Logger:   opts.Logger,
+		Hooks:  fallbackHooks(opts.Hooks),
+		Adjust: cfg.Apply,
+		Warn:   opts.warn,
+		Logger: opts.Logger,
 	}
 	if opts.Logger != nil {
 		mo.Stderr = logWriter(opts.Logger, "MCP server stderr")

@@ -70,7 +70,6 @@ func newServeCmd(g *globals) *cobra.Command {
 			defer w.Close()
 			srv := server.New(e, server.Options{Name: "lathe", Version: version()})
 			defer srv.Close()
-			w.OnToolsChanged(srv.Sync)
 			ctx := cmd.Context()
 			if ln == nil {
 				return srv.ServeStdio(ctx, g.streams.In, g.streams.Out)
