@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sort"
 	"sync"
@@ -54,9 +55,11 @@ type Engine struct {
 	mu      sync.Mutex // serialises writers of tools
 	handler Handler
 	closed  atomic.Bool
-	alarms  alarms  // the deadlines of calls that run on goroutines of their own
-	workers workers // the goroutines they run on
-	events  hub     // the subscribers to the engine's events
+	ownMu   sync.Mutex
+	owned   []io.Closer // resources the engine closes last (Own)
+	alarms  alarms      // the deadlines of calls that run on goroutines of their own
+	workers workers     // the goroutines they run on
+	events  hub         // the subscribers to the engine's events
 }
 
 // registry is an immutable snapshot of the tools; writers replace it whole,
@@ -203,7 +206,34 @@ func (e *Engine) Close() error {
 			errs = append(errs, fmt.Errorf("closing runtime of %s: %w", en.tool.Definition.Name, err))
 		}
 	}
+	e.ownMu.Lock()
+	owned := e.owned
+	e.owned = nil
+	e.ownMu.Unlock()
+	for i := len(owned) - 1; i >= 0; i-- {
+		if err := owned[i].Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// Own hands c to the engine: [Engine.Close] closes it, after the runtimes of
+// the tools, in the reverse order of Own. It is for what a source of tools
+// opens once for many of them and must outlive every call, whether or not it
+// holds a tool at the moment: an upstream MCP server's pool, whose servers
+// may list their tools later. On a closed engine Own closes c at once and
+// returns an error.
+func (e *Engine) Own(c io.Closer) error {
+	e.ownMu.Lock()
+	if !e.closed.Load() {
+		e.owned = append(e.owned, c)
+		e.ownMu.Unlock()
+		return nil
+	}
+	e.ownMu.Unlock()
+	c.Close()
+	return errors.New("lathe: own on a closed engine")
 }
 
 // Replace removes the named tools and registers add, in one step: a

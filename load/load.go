@@ -62,7 +62,6 @@ import (
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/policy"
-	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/tool"
 	"github.com/lathe-tools/lathe/tools"
 	"github.com/lathe-tools/lathe/trust"
@@ -131,7 +130,6 @@ type Workspace struct {
 	// Engine holds the tools. It is nil for a Workspace from [ReadConfig].
 	Engine *lathe.Engine
 
-	pool  *mcp.Pool
 	store *lazyStore
 
 	mu     sync.Mutex
@@ -280,12 +278,6 @@ func (w *Workspace) Close() error {
 	var errs []error
 	if w.Engine != nil {
 		errs = append(errs, w.Engine.Close())
-	}
-	// The engine closes the pool through the tools it holds; a pool whose
-	// servers hold no tool at this moment is closed here. Closing it twice
-	// is harmless.
-	if w.pool != nil {
-		errs = append(errs, w.pool.Close())
 	}
 	if w.store != nil {
 		errs = append(errs, w.store.close())

@@ -202,9 +202,10 @@ func TestOpenFindsWorkspace(t *testing.T) {
 	}
 }
 
-// The pool of upstream servers belongs to the workspace once opened: a
+// The pool of upstream servers belongs to the engine once opened: a
 // server whose tools are all left out keeps its session (it may list tools
-// later) and is stopped by Close, as is one whose tools the engine holds.
+// later) and is stopped by the workspace's Close (through the engine), as is
+// one whose tools the engine holds.
 func TestPoolClosedWithWorkspace(t *testing.T) {
 	for _, tc := range []struct{ name, extra string }{
 		{"no tools", `deny = ["*"]`},

@@ -20,8 +20,8 @@ import (
 
 // loadMCP starts the [mcp.NAME] servers of the configuration and registers
 // their tools, marking their names known for cfg.Unused. The pool, once
-// open, belongs to the workspace: Close closes it, even when it holds no
-// tool (a server may list tools later).
+// open, belongs to the engine: closing it closes the pool, even when the pool
+// holds no tool (a server may list tools later).
 func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string]bool) error {
 	cfg, ws := w.Config, w.Dir
 	servers, err := cfg.MCPServers(os.LookupEnv)
@@ -69,7 +69,6 @@ func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string
 	if err != nil {
 		return &tool.Error{Kind: tool.KindRuntimeFailure, Stage: "load", Err: err}
 	}
-	w.pool = pool
 	for _, name := range pool.Skipped() {
 		if i := slices.IndexFunc(servers, func(s config.MCPServer) bool { return s.Name == name }); i >= 0 {
 			skipped = append(skipped, servers[i])

@@ -14,14 +14,14 @@
 // is answered by the call's hooks. An elicitation that no hook can answer
 // ends the call with a [tool.Question] per property of what the server
 // asks; the call, run again with the answers in [tool.Call].Answers, runs
-// the upstream tool again and answers its elicitation from them. Cancelling a call's context sends
-// notifications/cancelled. A server that crashes fails its calls in flight at
+// the upstream tool again and answers its elicitation from them. Cancelling
+// a call's context sends notifications/cancelled. A server that crashes fails its calls in flight at
 // once and is started again, with a growing back-off, by the next call. A
 // server that announces notifications/tools/list_changed has its tools
 // listed again and replaced in the engine.
 //
-// Close the pool with the engine it registered in (see [Pool]): a pool whose
-// servers hold no tool is not reached by the engine's Close.
+// Once opened, the pool belongs to the engine it registered in: closing the
+// engine closes it (see [Pool]).
 package mcp
 
 import (
@@ -181,14 +181,12 @@ type Options struct {
 // tools. It is the [tool.Runtime] of every tool it registers; closing it ends
 // every session and stops every server process.
 //
-// Ownership: once [Open] returns a pool, the one who opened it owns it, as
-// long as the engine it registered in: close the pool when closing the
-// engine. The engine closes it too, through [tool.Closer], while it holds
-// one of the pool's tools, but a pool that holds none at that moment (its
-// servers listed none yet, or withdrew them all) is reached only by its own
-// Close; it stays open until then, so that a server that lists tools later
-// still has its session. Close is idempotent, so closing both ways is safe;
-// package load's Workspace does exactly that.
+// Ownership: when the registry [Open] registers in can own resources (it
+// has an Own(io.Closer) error method, as a *lathe.Engine has), the pool is
+// handed to it before Open returns, and closing the engine closes the pool,
+// whether or not the pool holds a tool at that moment (its servers may list
+// none yet, and must keep their sessions to list them later). Otherwise the
+// one who opened the pool closes it. Close is idempotent.
 type Pool struct {
 	reg     Registry
 	opts    Options
@@ -220,8 +218,8 @@ func (p *Pool) Cooperative() bool { return true }
 // that cannot be started, or a tool name that collides with one already
 // registered, fails Open, which then stops everything it started; an
 // optional server that cannot be started is passed to [Options.Warn] and
-// skipped. With no error the pool belongs to the caller; see [Pool] for
-// who closes it.
+// skipped. With no error the pool belongs to the engine, or else to the
+// caller; see [Pool].
 func Open(ctx context.Context, reg Registry, cfgs []Config, opts Options) (*Pool, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -279,7 +277,18 @@ func Open(ctx context.Context, reg Registry, cfgs []Config, opts Options) (*Pool
 			return nil, err
 		}
 	}
+	if o, ok := reg.(owner); ok {
+		if err := o.Own(p); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// owner is the ability of a registry to close what it is handed when it
+// closes; see [Pool].
+type owner interface {
+	Own(io.Closer) error
 }
 
 // install replaces the tools of s in the registry with tools. At load time
