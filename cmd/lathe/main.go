@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	"github.com/lathe-tools/lathe/internal/cli"
+	"github.com/lathe-tools/lathe/cli"
 )
 
 func main() { os.Exit(cli.Main()) }

@@ -37,8 +37,8 @@ type Streams struct {
 func Main() int { return MainWith() }
 
 // MainWith is [Main] with builtin tools of the caller's registered beside
-// the standard ones: the way to build a lathe binary with tools of one's own
-// (and the way the CLI tests add tools that sleep, panic or ask).
+// the standard ones. Programs outside lathe reach it as the public cli.Main;
+// the CLI tests add tools that sleep, panic or ask with it.
 func MainWith(extra ...tool.Tool) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
