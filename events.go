@@ -122,6 +122,25 @@ func SessionFrom(ctx context.Context) string {
 	return id
 }
 
+type sessionEndKey struct{}
+
+// WithSessionEnd returns a context whose session ([WithSession]) ends when
+// end is closed. What is kept for the session, such as the policy's "allow
+// for the session", is dropped then, so that clients that come and go do
+// not make it grow for as long as the process lives. A face that names
+// sessions says when each ends; what is kept for a session without an end
+// lasts until the process ends.
+func WithSessionEnd(ctx context.Context, end <-chan struct{}) context.Context {
+	return context.WithValue(ctx, sessionEndKey{}, end)
+}
+
+// SessionEnd returns the channel that is closed when the session of ctx
+// ends ([WithSessionEnd]); nil when nobody said.
+func SessionEnd(ctx context.Context) <-chan struct{} {
+	end, _ := ctx.Value(sessionEndKey{}).(<-chan struct{})
+	return end
+}
+
 // eventBuffer is how many events a subscriber may fall behind before
 // further ones are dropped for it.
 const eventBuffer = 1024

@@ -32,6 +32,20 @@ type Invocation struct {
 
 	entry *entry
 	trace *callTrace // nil while nobody listens to call events
+	// timeout is the engine's default, for a tool without a timeout of its own.
+	timeout time.Duration
+}
+
+// Timeout is how long the tool may run: its own timeout, else the engine's
+// ([Options].Timeout). A stage that waits before the tool runs — the
+// policy, asking a person — waits no longer than this either, so that a
+// question nobody answers ends the call as a tool that never finishes
+// would. Zero before the resolve stage.
+func (inv *Invocation) Timeout() time.Duration {
+	if inv.Tool != nil && inv.Tool.Timeout > 0 {
+		return inv.Tool.Timeout
+	}
+	return inv.timeout
 }
 
 // Handler runs an invocation. A returned error is a failure of the call
@@ -78,6 +92,7 @@ func (e *Engine) resolve(next Handler) Handler {
 		}
 		inv.entry = en
 		inv.Tool = &en.tool
+		inv.timeout = e.opts.Timeout
 		return next(ctx, inv)
 	}
 }

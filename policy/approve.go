@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -130,24 +131,33 @@ type Options struct {
 // [lathe.EventApprovalAnswered] for every ask), with the rule that asked and
 // who answered.
 func Middleware(p *Policy, opts Options) lathe.Middleware {
+	mw, _ := middleware(p, opts)
+	return mw
+}
+
+// middleware is Middleware, with the session approvals it keeps, for tests.
+func middleware(p *Policy, opts Options) (lathe.Middleware, *sessionApprovals) {
 	if opts.FormatTimeout <= 0 {
 		opts.FormatTimeout = 5 * time.Second
 	}
-	var mu sync.Mutex
-	session := map[string]bool{} // session id and tool → allowed for the rest of the session
+	sessions := &sessionApprovals{m: map[string]map[string]bool{}}
 	return func(next lathe.Handler) lathe.Handler {
 		return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
 			def := &inv.Tool.Definition
 			d := p.Decide(def, inv.Args)
+			var ended error
 			if d.Approval == Ask {
 				var v Verdict
 				rule := ruleName(d.Rule)
-				d, v = settle(ctx, opts, inv, d, &mu, session)
+				d, v, ended = settle(ctx, opts, inv, d, sessions)
 				inv.Emit(lathe.Event{Kind: lathe.EventApprovalAnswered,
 					Approval: &lathe.Approval{Rule: rule, Reason: d.Reason, Answer: string(v), By: d.By}})
 			}
 			if note, ok := ctx.Value(noteKey).(func(Decision)); ok {
 				note(d)
+			}
+			if ended != nil {
+				return nil, ended
 			}
 			if d.Approval != Allow {
 				return nil, &tool.Error{Kind: tool.KindDenied, Tool: def.Name, Runtime: def.Runtime, Stage: "policy",
@@ -155,7 +165,59 @@ func Middleware(p *Policy, opts Options) lathe.Middleware {
 			}
 			return next(ctx, inv)
 		}
+	}, sessions
+}
+
+// sessionApprovals are the "allow for the session" answers: for each
+// session, the tools (and command lines) allowed for the rest of it. A
+// session whose end is known ([lathe.WithSessionEnd]) is dropped when it
+// ends, so that a client that reconnects again and again cannot make the
+// map grow without bound.
+type sessionApprovals struct {
+	mu sync.Mutex
+	m  map[string]map[string]bool // session id → tool and command → allowed
+}
+
+func (s *sessionApprovals) allowed(sid, key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[sid][key]
+}
+
+// allow records key for the session of ctx. The first approval of a
+// session whose end is known starts the wait for that end, which drops
+// the session's approvals.
+func (s *sessionApprovals) allow(ctx context.Context, sid, key string) {
+	end := lathe.SessionEnd(ctx)
+	select {
+	case <-end:
+		// The session is over (its call outlived it): nothing is kept.
+		return
+	default:
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := s.m[sid]
+	if keys == nil {
+		keys = map[string]bool{}
+		s.m[sid] = keys
+		if end != nil {
+			go func() {
+				<-end
+				s.mu.Lock()
+				delete(s.m, sid)
+				s.mu.Unlock()
+			}()
+		}
+	}
+	keys[key] = true
+}
+
+// len counts the sessions with approvals.
+func (s *sessionApprovals) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
 }
 
 // settle turns an ask into allow or deny: a session grant, a stored grant,
@@ -165,25 +227,28 @@ func Middleware(p *Policy, opts Options) lathe.Middleware {
 // "once", and whatever does not allow the call as "deny". Only when an
 // approver is asked is [lathe.EventApprovalAsked] published, just before:
 // the other answers come at once, without anyone to wait for.
-func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision, mu *sync.Mutex, session map[string]bool) (Decision, Verdict) {
+//
+// An approver is waited for no longer than the call may run
+// ([lathe.Invocation.Timeout]), nor past the caller's cancellation: a
+// question nobody answers ends the call, and ended says how (a timeout or
+// a cancellation), so that the call ends as it would have had the tool
+// itself hung.
+func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision, sessions *sessionApprovals) (_ Decision, _ Verdict, ended error) {
 	name := inv.Tool.Definition.Name
 	command := grantCommand(inv.Args)
 	sid := lathe.SessionFrom(ctx)
-	key := sid + "\x00" + name + "\x00" + command
-	mu.Lock()
-	ok := session[key]
-	mu.Unlock()
-	if ok {
-		return Decision{Approval: Allow, By: "session", Rule: d.Rule, Reason: "allowed for this session"}, AllowSession
+	key := name + "\x00" + command
+	if sessions.allowed(sid, key) {
+		return Decision{Approval: Allow, By: "session", Rule: d.Rule, Reason: "allowed for this session"}, AllowSession, nil
 	}
 	if g, ok := grantDecision(ctx, opts.Grants, name, command, d); ok {
 		if g.Approval == Allow {
-			return g, AllowAlways
+			return g, AllowAlways, nil
 		}
-		return g, Refuse
+		return g, Refuse, nil
 	}
 	if who, ok := ctx.Value(personKey).(string); ok {
-		return Decision{Approval: Allow, By: who, Rule: d.Rule, Reason: "called by a person"}, AllowOnce
+		return Decision{Approval: Allow, By: who, Rule: d.Rule, Reason: "called by a person"}, AllowOnce, nil
 	}
 	a, by := opts.Approver, "approver"
 	if ca, ok := ctx.Value(approverKey).(Approver); ok {
@@ -196,38 +261,58 @@ func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision
 	}
 	if a == nil {
 		return Decision{Approval: Deny, By: "nobody", Rule: d.Rule,
-			Reason: "the call needs approval (" + d.Reason + ") and there is no one to ask"}, Refuse
+			Reason: "the call needs approval (" + d.Reason + ") and there is no one to ask"}, Refuse, nil
 	}
 	req := &Request{Tool: &inv.Tool.Definition, Call: inv.Call, Arguments: render(ctx, opts, inv), Reason: d.Reason}
 	inv.Emit(lathe.Event{Kind: lathe.EventApprovalAsked, Approval: &lathe.Approval{Rule: ruleName(d.Rule), Reason: d.Reason}})
-	ans, err := a.Approve(ctx, req)
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if t := inv.Timeout(); t > 0 {
+		actx, cancel = context.WithTimeout(ctx, t)
+	}
+	ans, err := a.Approve(actx, req)
+	waitEnded := actx.Err() != nil
+	cancel()
+	// An answer that came as the wait ended counts for nothing: the call
+	// is over.
+	if waitEnded {
+		def := &inv.Tool.Definition
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			d := Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: "the call was cancelled while its approval was asked"}
+			return d, Refuse, &tool.Error{Kind: tool.KindCancelled, Tool: def.Name, Runtime: def.Runtime, Stage: "policy",
+				Message: d.Reason}
+		}
+		// The caller's own deadline, or the call's timeout, whichever came first.
+		reason := fmt.Sprintf("nobody answered the approval within %s, the call's timeout", inv.Timeout())
+		if ctx.Err() != nil {
+			reason = "nobody answered the approval before the call's deadline"
+		}
+		d := Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: reason}
+		return d, Refuse, &tool.Error{Kind: tool.KindTimeout, Tool: def.Name, Runtime: def.Runtime, Stage: "policy",
+			Message: reason}
+	}
 	if err != nil {
-		return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: "approval could not be asked: " + err.Error()}, Refuse
+		return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: "approval could not be asked: " + err.Error()}, Refuse, nil
 	}
 	switch ans.Verdict {
 	case AllowOnce:
-		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved once"}, AllowOnce
+		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved once"}, AllowOnce, nil
 	case AllowSession:
-		mu.Lock()
-		session[key] = true
-		mu.Unlock()
-		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved for the session"}, AllowSession
+		sessions.allow(ctx, sid, key)
+		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved for the session"}, AllowSession, nil
 	case AllowAlways:
 		if opts.Grants != nil {
 			if err := opts.Grants.AddGrant(ctx, Grant{Tool: name, Command: command, Created: time.Now()}); err != nil {
-				return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved; the grant could not be stored: " + err.Error()}, AllowAlways
+				return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved; the grant could not be stored: " + err.Error()}, AllowAlways, nil
 			}
 		}
-		mu.Lock()
-		session[key] = true
-		mu.Unlock()
-		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved always"}, AllowAlways
+		sessions.allow(ctx, sid, key)
+		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved always"}, AllowAlways, nil
 	}
 	reason := "the person refused the call"
 	if ans.Reason != "" {
 		reason += ": " + ans.Reason
 	}
-	return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: reason}, Refuse
+	return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: reason}, Refuse, nil
 }
 
 // ruleName names a rule in the engine's events: where it came from, else
