@@ -78,15 +78,27 @@ type Server struct {
 
 	mu       sync.Mutex
 	served   map[string]string // tool name → the definition served, as JSON
-	sessions map[*sdk.ServerSession]bool
-	// sessionIDs names each live session for the policy and the engine's
-	// events, from a counter: a name no later session can share, as it
-	// could share the address of a freed one.
-	sessionIDs  map[*sdk.ServerSession]string
+	sessions map[*sdk.ServerSession]*clientSession
+	// byHTTPID finds a streamable HTTP session by its Mcp-Session-Id, so
+	// that a DELETE can end its calls before the SDK waits for them.
+	byHTTPID    map[string]*clientSession
 	lastSession uint64
 	wg          sync.WaitGroup
 	// unsubscribe ends the server's subscription to the engine's events.
 	unsubscribe func()
+}
+
+// clientSession is what the server keeps of one client's session.
+type clientSession struct {
+	// id names the session for the policy and the engine's events, from a
+	// counter: a name no later session can share, as it could share the
+	// address of a freed one.
+	id string
+	// ctx ends when the session does (its client closed it, its
+	// connection is gone, or the server closes): every call of the
+	// session, and every approval or question it waits for, ends with it.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // New returns a server of e's tools.
@@ -100,8 +112,8 @@ func New(e *lathe.Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{e: e, opts: opts, served: map[string]string{}, sessions: map[*sdk.ServerSession]bool{},
-		sessionIDs: map[*sdk.ServerSession]string{}}
+	s := &Server{e: e, opts: opts, served: map[string]string{}, sessions: map[*sdk.ServerSession]*clientSession{},
+		byHTTPID: map[string]*clientSession{}}
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
 		Instructions: opts.Instructions,
 		Logger:       opts.Logger,
@@ -112,12 +124,24 @@ func New(e *lathe.Engine, opts Options) *Server {
 		SupportedProtocolVersions: ProtocolVersions(),
 	})
 	// Sessions are tracked from their first request, so that Close also
-	// ends those whose client never finished initializing.
+	// ends those whose client never finished initializing. Every request
+	// of a session ends when the session does: the SDK waits for the
+	// requests in flight before it closes a session, and a call that
+	// waits for an answer nobody will give would hold it open forever.
 	s.mcp.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-			if ss, ok := req.GetSession().(*sdk.ServerSession); ok && method == "initialize" {
+			ss, ok := req.GetSession().(*sdk.ServerSession)
+			if !ok {
+				return next(ctx, method, req)
+			}
+			if method == "initialize" {
 				s.track(ss)
 			}
+			cs := s.session(ss)
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			stop := context.AfterFunc(cs.ctx, cancel)
+			defer stop()
 			return next(ctx, method, req)
 		}
 	})
@@ -137,16 +161,24 @@ func New(e *lathe.Engine, opts Options) *Server {
 func (s *Server) track(ss *sdk.ServerSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sessions == nil || s.sessions[ss] {
+	if s.sessions == nil || s.sessions[ss] != nil {
 		return
 	}
-	s.sessions[ss] = true
-	s.sessionIDs[ss] = s.newSessionID()
+	cs := &clientSession{id: s.newSessionID()}
+	cs.ctx, cs.cancel = context.WithCancel(context.Background())
+	s.sessions[ss] = cs
+	httpID := ss.ID()
+	if httpID != "" {
+		s.byHTTPID[httpID] = cs
+	}
 	s.wg.Go(func() {
 		ss.Wait()
+		cs.cancel()
 		s.mu.Lock()
 		delete(s.sessions, ss)
-		delete(s.sessionIDs, ss)
+		if httpID != "" && s.byHTTPID[httpID] == cs {
+			delete(s.byHTTPID, httpID)
+		}
 		s.mu.Unlock()
 	})
 }
@@ -157,27 +189,46 @@ func (s *Server) newSessionID() string {
 	return "mcp-" + strconv.FormatUint(s.lastSession, 10)
 }
 
-// sessionID names the session ss for the policy's "allow for the session"
-// and the engine's events. The name lives as long as the session; a
-// session the server does not track (one that began as the server closed)
-// gets a fresh name for each call, so that no approval carries over.
-func (s *Server) sessionID(ss *sdk.ServerSession) string {
+// session returns what the server keeps of ss. The name lives as long as
+// the session; a session the server does not track (one that began as the
+// server closed) gets a fresh name and an ended context, so that no
+// approval carries over and nothing of it runs.
+func (s *Server) session(ss *sdk.ServerSession) *clientSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if id, ok := s.sessionIDs[ss]; ok {
-		return id
+	if cs := s.sessions[ss]; cs != nil {
+		return cs
 	}
-	return s.newSessionID()
+	cs := &clientSession{id: s.newSessionID()}
+	cs.ctx, cs.cancel = context.WithCancel(context.Background())
+	cs.cancel()
+	return cs
+}
+
+// endHTTPSession ends the calls of the streamable HTTP session id, which
+// its client is closing (DELETE): the SDK closes the session only once its
+// requests in flight are done.
+func (s *Server) endHTTPSession(id string) {
+	s.mu.Lock()
+	cs := s.byHTTPID[id]
+	s.mu.Unlock()
+	if cs != nil {
+		cs.cancel()
+	}
 }
 
 // Close ends every client session, and the server's following of the
-// engine's tools. Calls in flight are cancelled.
+// engine's tools. Calls in flight are cancelled, and pending approvals and
+// questions with them; Close returns once they have ended.
 func (s *Server) Close() error {
 	s.unsubscribe()
 	s.mu.Lock()
 	sessions := s.sessions
 	s.sessions = nil
 	s.mu.Unlock()
+	for _, cs := range sessions {
+		cs.cancel()
+	}
 	for ss := range sessions {
 		ss.Close()
 	}
@@ -263,11 +314,12 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 		if ip := ss.InitializeParams(); ip != nil {
 			caps = ip.Capabilities
 		}
-		ctx = tool.WithHooks(ctx, s.hooks(ss, req.Params.GetProgressToken(), caps))
+		ctx = tool.WithHooks(ctx, s.hooks(ctx, ss, req.Params.GetProgressToken(), caps))
 		// An "allow for the session" a client's person gives holds for that
 		// client alone, not for every client of the server, nor for a later
-		// one.
-		ctx = lathe.WithSession(ctx, s.sessionID(ss))
+		// one, and is forgotten when the session ends.
+		cs := s.session(ss)
+		ctx = lathe.WithSessionEnd(lathe.WithSession(ctx, cs.id), cs.ctx.Done())
 		c := &tool.Call{ID: "mcp-" + strconv.FormatUint(s.ids.Add(1), 10), Name: name}
 		if len(req.Params.Arguments) > 0 {
 			c.Arguments = req.Params.Arguments
@@ -305,22 +357,31 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 // forever.
 const maxQuestions = 16
 
-// hooks are the ways a call reaches back to the client that made it.
-func (s *Server) hooks(ss *sdk.ServerSession, token any, caps *sdk.ClientCapabilities) tool.Hooks {
+// hooks are the ways a call reaches back to the client that made it, over
+// the session ss of the call's request, whose context is call. What they
+// send goes out in the course of that request (under streamable HTTP, on
+// the stream that answers it), never on a stream shared by the session's
+// other calls, and never to another session.
+func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, token any, caps *sdk.ClientCapabilities) tool.Hooks {
+	// Notifications may come as the call ends; they go out with the
+	// call's identity, not its cancellation.
+	notify := context.WithoutCancel(call)
 	h := tool.Hooks{
 		Log: func(m tool.LogMessage) {
-			ss.Log(context.Background(), &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(m.Level), Logger: m.Logger,
+			ss.Log(notify, &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(m.Level), Logger: m.Logger,
 				Data: json.RawMessage(m.Data)})
 		},
 	}
 	if token != nil {
 		h.Progress = func(p tool.Progress) {
-			ss.NotifyProgress(context.Background(), &sdk.ProgressNotificationParams{ProgressToken: token,
+			ss.NotifyProgress(notify, &sdk.ProgressNotificationParams{ProgressToken: token,
 				Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
 	}
 	if caps != nil && caps.Elicitation != nil {
 		h.Elicit = func(ctx context.Context, r *tool.ElicitRequest) (*tool.ElicitResult, error) {
+			ctx, done := related(ctx, call)
+			defer done()
 			res, err := ss.Elicit(ctx, mcpconv.SDKElicit(r))
 			if err != nil {
 				return nil, err
@@ -334,6 +395,8 @@ func (s *Server) hooks(ss *sdk.ServerSession, token any, caps *sdk.ClientCapabil
 			if err != nil {
 				return nil, err
 			}
+			ctx, done := related(ctx, call)
+			defer done()
 			res, err := ss.CreateMessage(ctx, p)
 			if err != nil {
 				return nil, err
@@ -342,6 +405,29 @@ func (s *Server) hooks(ss *sdk.ServerSession, token any, caps *sdk.ClientCapabil
 		}
 	}
 	return h
+}
+
+// related is ctx, ending when ctx ends or the call does, and carrying the
+// values of the call's context first: the SDK finds there the request a
+// message belongs to. A hook is called with a context of its own (an
+// upstream server's request, which knows nothing of the downstream call);
+// done releases it.
+func related(ctx, call context.Context) (_ context.Context, done func()) {
+	c, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(call, cancel)
+	return &relatedCtx{Context: c, call: call}, func() { stop(); cancel() }
+}
+
+type relatedCtx struct {
+	context.Context
+	call context.Context
+}
+
+func (c *relatedCtx) Value(key any) any {
+	if v := c.call.Value(key); v != nil {
+		return v
+	}
+	return c.Context.Value(key)
 }
 
 // ask puts a tool's question to the client as an elicitation of one field,
@@ -468,6 +554,7 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp },
 		&sdk.StreamableHTTPOptions{Logger: s.opts.Logger, SessionTimeout: cmp.Or(opts.SessionTimeout, time.Hour),
 			MaxRequestBodyBytes: maxBody})
+	h = s.endOnDelete(h)
 	if max := cmp.Or(opts.MaxSessions, DefaultMaxSessions); max > 0 {
 		h = s.limitSessions(max, h)
 	}
@@ -480,6 +567,22 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(Path, h)
 	return mux
+}
+
+// endOnDelete ends the calls of a session its client closes (DELETE) before
+// the SDK closes it: the SDK waits for the session's requests in flight,
+// and one that waits for an approval would hold the DELETE forever. It
+// sits behind the checks of origin and token, so only a client that may
+// use the server, and knows the session's id, ends a session.
+func (s *Server) endOnDelete(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+				s.endHTTPSession(id)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // sameOrigin rejects requests from a browser page of another origin. A

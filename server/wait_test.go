@@ -1,0 +1,202 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/policy"
+	"github.com/lathe-tools/lathe/server"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// waitingEngine is an engine behind a policy that asks the client about
+// "fail" (it says nothing of its effects), with "slow", allowed, that runs
+// until it is cancelled; it reports how each call finished on finished.
+func waitingEngine(t *testing.T, timeout time.Duration) (*lathe.Engine, <-chan string) {
+	t.Helper()
+	e := lathe.New(lathe.Options{Timeout: timeout, Middleware: []lathe.Middleware{policy.Middleware(
+		&policy.Policy{Rules: []policy.Rule{{Tool: "slow", Approval: policy.Allow}}}, policy.Options{})}})
+	t.Cleanup(func() { e.Close() })
+	slow := tool.Tool{Definition: tool.Definition{Name: "slow", Summary: "Wait until cancelled."},
+		Runtime: tool.RuntimeFunc(func(ctx context.Context, _ *tool.Definition, _ *tool.Call) (*tool.Outcome, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})}
+	if err := e.Register(append(testTools(), slow)...); err != nil {
+		t.Fatal(err)
+	}
+	finished := make(chan string, 16)
+	stop := e.Subscribe(func(ev lathe.Event) { finished <- ev.Tool + " " + ev.Outcome }, lathe.EventCallFinished)
+	t.Cleanup(stop)
+	return e, finished
+}
+
+// silentClient connects over HTTP a client whose person never answers:
+// its elicitation handler reports that it was asked and waits until the
+// test ends.
+func silentClient(t *testing.T, url string) (*sdk.ClientSession, <-chan struct{}) {
+	t.Helper()
+	asked := make(chan struct{}, 4)
+	release := make(chan struct{})
+	c := sdk.NewClient(&sdk.Implementation{Name: "silent"}, &sdk.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, _ *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			asked <- struct{}{}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-release:
+				return &sdk.ElicitResult{Action: "cancel"}, nil
+			}
+		},
+	})
+	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearerRT("t")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		close(release)
+		cs.Close()
+	})
+	return cs, asked
+}
+
+// closeBounded closes srv, and reports a Close that hangs rather than
+// hanging the test with it.
+func closeBounded(t *testing.T, srv *server.Server) {
+	done := make(chan struct{})
+	go func() { srv.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Error("Server.Close did not return within 10s")
+	}
+}
+
+type bearerRT string
+
+func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// within fails the test unless f returns within d; what names what hung.
+func within(t *testing.T, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s did not return within %s", what, d)
+	}
+}
+
+func outcome(t *testing.T, finished <-chan string, what string) string {
+	t.Helper()
+	select {
+	case o := <-finished:
+		return o
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: no call finished within 10s", what)
+	}
+	return ""
+}
+
+// TestUnansweredApprovalEndsWithTheCall: a client whose person never
+// answers an approval holds its call no longer than the call's timeout.
+func TestUnansweredApprovalEndsWithTheCall(t *testing.T) {
+	e, finished := waitingEngine(t, 300*time.Millisecond)
+	srv := server.New(e, server.Options{})
+	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{Token: "t"}))
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { closeBounded(t, srv) })
+	cs, asked := silentClient(t, ts.URL+server.Path)
+	var r *sdk.CallToolResult
+	within(t, 10*time.Second, "a call whose approval nobody answers (timeout 300ms)", func() {
+		r, _ = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "fail", Arguments: map[string]any{}})
+	})
+	select {
+	case <-asked:
+	default:
+		t.Fatal("the client was never asked")
+	}
+	if r == nil || !r.IsError || r.Meta["lathe/errorKind"] != "timeout" {
+		t.Errorf("want a timeout result, got %+v", r)
+	}
+	if o := outcome(t, finished, "fail"); o != "fail timeout" {
+		t.Errorf("call finished as %q, want fail timeout", o)
+	}
+}
+
+// TestClosingASessionEndsItsCalls: a client that closes its session
+// (DELETE) while a call waits for its approval, or while a tool runs, is
+// answered at once, and its calls end cancelled; so are those of every
+// session when the server closes.
+func TestClosingASessionEndsItsCalls(t *testing.T) {
+	for _, c := range []struct{ name, tool string }{{"pending approval", "fail"}, {"long call", "slow"}} {
+		t.Run(c.name, func(t *testing.T) {
+			e, finished := waitingEngine(t, time.Hour)
+			srv := server.New(e, server.Options{})
+			ts := httptest.NewServer(srv.Handler(server.HTTPOptions{Token: "t"}))
+			t.Cleanup(ts.Close)
+			t.Cleanup(func() { closeBounded(t, srv) })
+
+			// One client closes its session.
+			cs, asked := silentClient(t, ts.URL+server.Path)
+			started := make(chan struct{})
+			unsub := e.Subscribe(func(lathe.Event) { close(started) }, lathe.EventCallStarted)
+			go cs.CallTool(context.Background(), &sdk.CallToolParams{Name: c.tool, Arguments: map[string]any{}})
+			waitCall(t, c.tool, started, asked)
+			unsub()
+			req, _ := http.NewRequest(http.MethodDelete, ts.URL+server.Path, nil)
+			req.Header.Set("Authorization", "Bearer t")
+			req.Header.Set("Mcp-Session-Id", cs.ID())
+			within(t, 10*time.Second, "DELETE of a session with a "+c.name, func() {
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Errorf("DELETE: %v", err)
+					return
+				}
+				resp.Body.Close()
+			})
+			if o := outcome(t, finished, c.tool); o != c.tool+" cancelled" {
+				t.Errorf("after DELETE the call finished as %q, want %s cancelled", o, c.tool)
+			}
+
+			// Another client's call ends as the server closes.
+			cs2, asked2 := silentClient(t, ts.URL+server.Path)
+			started = make(chan struct{})
+			unsub = e.Subscribe(func(lathe.Event) { close(started) }, lathe.EventCallStarted)
+			go cs2.CallTool(context.Background(), &sdk.CallToolParams{Name: c.tool, Arguments: map[string]any{}})
+			waitCall(t, c.tool, started, asked2)
+			unsub()
+			within(t, 10*time.Second, "Server.Close with a "+c.name, func() { srv.Close() })
+			if o := outcome(t, finished, c.tool); o != c.tool+" cancelled" {
+				t.Errorf("after Close the call finished as %q, want %s cancelled", o, c.tool)
+			}
+		})
+	}
+}
+
+// waitCall waits until a call of name is under way: asked for its approval
+// ("fail"), or started ("slow", which the policy allows).
+func waitCall(t *testing.T, name string, started, asked <-chan struct{}) {
+	t.Helper()
+	wait := asked
+	if name == "slow" {
+		wait = started
+	}
+	select {
+	case <-wait:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the call of %s was not under way within 10s", name)
+	}
+}
