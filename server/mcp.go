@@ -86,6 +86,7 @@ type Server struct {
 	wg          sync.WaitGroup
 	// unsubscribe ends the server's subscription to the engine's events.
 	unsubscribe func()
+	closeOnce   sync.Once
 }
 
 // clientSession is what the server keeps of one client's session.
@@ -219,9 +220,10 @@ func (s *Server) endHTTPSession(id string) {
 
 // Close ends every client session, and the server's following of the
 // engine's tools. Calls in flight are cancelled, and pending approvals and
-// questions with them; Close returns once they have ended.
+// questions with them; Close returns once they have ended. Closing again
+// does nothing.
 func (s *Server) Close() error {
-	s.unsubscribe()
+	s.closeOnce.Do(s.unsubscribe)
 	s.mu.Lock()
 	sessions := s.sessions
 	s.sessions = nil
@@ -499,13 +501,27 @@ func needsInput(q *tool.Question, why string) *sdk.CallToolResult {
 
 // ServeStdio serves one client over in and out until in ends or ctx is done.
 // A line that holds no JSON-RPC message is answered with a JSON-RPC error
-// (parse error or invalid request), and the session goes on.
+// (parse error or invalid request), and the session goes on. When ctx ends,
+// the session's calls are cancelled, pending approvals and questions with
+// them, and ServeStdio returns once they have ended.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	err := s.mcp.Run(ctx, stdioTransport(in, out))
-	if ctx.Err() != nil {
-		return nil
+	ss, err := s.mcp.Connect(ctx, stdioTransport(in, out), nil)
+	if err != nil {
+		return err
 	}
-	return err
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err := <-ended:
+		return err
+	case <-ctx.Done():
+	}
+	// The SDK closes a session only once its requests in flight are done:
+	// they are ended first.
+	s.session(ss).cancel()
+	ss.Close()
+	<-ended
+	return nil
 }
 
 type nopWriteCloser struct{ io.Writer }

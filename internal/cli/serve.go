@@ -74,7 +74,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			if ln == nil {
 				return srv.ServeStdio(ctx, g.streams.In, g.streams.Out)
 			}
-			return serveHTTP(ctx, g, ln, srv.Handler(server.HTTPOptions{Token: token}))
+			return serveHTTP(ctx, g, ln, srv.Handler(server.HTTPOptions{Token: token}), srv.Close)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "serve over streamable HTTP on `ADDR` (HOST:PORT, or unix:PATH) instead of stdio")
@@ -134,7 +134,11 @@ var (
 	idleTimeout   = 2 * time.Minute
 )
 
-func serveHTTP(ctx context.Context, g *globals, ln net.Listener, h http.Handler) error {
+// serveHTTP serves h on ln until ctx ends (SIGTERM or SIGINT), then calls
+// end, which cancels the calls in flight (pending approvals with them), so
+// that their clients get their answers, and their audit records are
+// finished, before the connections close.
+func serveHTTP(ctx context.Context, g *globals, ln net.Listener, h http.Handler, end func() error) error {
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: 64 << 10}
 	if ln.Addr().Network() == "unix" {
 		fmt.Fprintf(g.streams.Err, "lathe: serving MCP at unix:%s (path %s)\n", ln.Addr(), server.Path)
@@ -148,6 +152,7 @@ func serveHTTP(ctx context.Context, g *globals, ln net.Listener, h http.Handler)
 		return err
 	case <-ctx.Done():
 	}
+	end()
 	// Streams of clients still connected do not end on their own.
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
