@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/internal/childenv"
 	"github.com/lathe-tools/lathe/internal/mcpconv"
 	"github.com/lathe-tools/lathe/schema"
@@ -63,6 +64,9 @@ type server struct {
 	tools      []upTool
 	inflight   map[uint64]*inflight
 	nextID     uint64
+	// ended holds, for each session with a call that ended lately, until
+	// when its calls still count (see lingerAnswered).
+	ended      map[string]time.Time
 	refreshing bool
 	again      bool
 }
@@ -88,7 +92,24 @@ type inflight struct {
 	// end with; question is that question (guarded by server.mu).
 	cancel   context.CancelFunc
 	question *tool.Question
+	// session is the caller's session ([lathe.SessionFrom]); shared says
+	// a call of another session was in flight with this one, or had ended
+	// just before it began (guarded by server.mu). A shared call is never
+	// taken to be the one a request naming no call is for.
+	session string
+	shared  bool
 }
+
+// How long a call that ended still counts, for the attribution of what a
+// server sends naming no call (see server.caller): a request or a log
+// message the server sent in the course of a call may be handled after the
+// call's answer, and a server may go on working on a call it was told to
+// cancel. Within the time, a call of another session that begins is not
+// taken to be the one such a message is for.
+const (
+	lingerAnswered  = 2 * time.Second
+	lingerAbandoned = 30 * time.Second
+)
 
 // inflightKey carries a call's id in the context of its tools/call, which
 // the SDK hands to the handlers of the input requests (elicitation,
@@ -108,7 +129,24 @@ func newServer(p *Pool, cfg Config) *server {
 		ElicitationHandler:          s.elicit,
 		CreateMessageHandler:        s.sample,
 	})
+	s.client.AddReceivingMiddleware(refuseRoots)
 	return s
+}
+
+// refuseRoots answers a server's roots/list with an error. lathe declares
+// no roots: the directories a server may use are those of its own
+// configuration, never ones a client of lathe names, and an empty list
+// would make a server such as the filesystem one drop the directories it
+// was given. The SDK would answer with an empty list; a server that asks
+// anyway learns instead that there are none to be had.
+func refuseRoots(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if method == "roots/list" {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+				Message: "lathe offers no roots: the server's directories are those of its configuration"}
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // session returns the live session, starting the server if there is none.
@@ -549,8 +587,12 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 	hooks := tool.HooksFrom(ctx)
 	callCtx, cancelCall := context.WithCancel(ctx)
 	defer cancelCall()
-	id := s.track(&inflight{ctx: callCtx, hooks: hooks, answers: c.Answers, cancel: cancelCall})
-	defer s.untrack(id)
+	id := s.track(&inflight{ctx: callCtx, hooks: hooks, answers: c.Answers, cancel: cancelCall,
+		session: lathe.SessionFrom(ctx)})
+	// A call that ends without the server's answer (cancelled, timed out,
+	// ended with a question) may still be worked on by the server.
+	answered := false
+	defer func() { s.untrack(id, answered) }()
 	callCtx = context.WithValue(callCtx, inflightKey{}, id)
 
 	args := json.RawMessage(c.Arguments)
@@ -562,6 +604,7 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 		params.SetProgressToken(progressToken(id))
 	}
 	res, err := sess.cs.CallTool(callCtx, params)
+	answered = callCtx.Err() == nil
 	if q := s.asked(id); q != nil {
 		// The server asked what only the caller can answer: whatever it
 		// did after that is moot, as the call runs again with the answer.
@@ -616,9 +659,24 @@ const codeRejected = -32005
 
 func progressToken(id uint64) string { return "lathe-" + strconv.FormatUint(id, 10) }
 
+// track adds a call in flight. A call of another session in flight, or
+// ended lately, makes both shared.
 func (s *server) track(f *inflight) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := time.Now()
+	for sid, until := range s.ended {
+		if now.After(until) {
+			delete(s.ended, sid)
+		} else if sid != f.session {
+			f.shared = true
+		}
+	}
+	for _, g := range s.inflight {
+		if g.session != f.session {
+			g.shared, f.shared = true, true
+		}
+	}
 	s.nextID++
 	s.inflight[s.nextID] = f
 	return s.nextID
@@ -636,11 +694,14 @@ func (s *server) asked(id uint64) *tool.Question {
 
 // caller finds the call an input request of the server is for: the one
 // whose tools/call carried ctx (MCP 2026-07-28), else the only call in
-// flight. A request the server sent on its own while several calls are in
-// flight, perhaps of several clients, cannot be told apart: caller returns
-// 0 and nil for it, as when no call is in flight, so that no call's
-// answers answer another's elicitation and no call ends with another's
-// question.
+// flight, provided no call of another session was in flight with it or
+// ended just before it (see lingerAnswered). A request the server sent on
+// its own while several calls are in flight, perhaps of several clients,
+// cannot be told apart, nor one sent for a call that has just ended from
+// one for the call that followed: caller returns 0 and nil for it, as when
+// no call is in flight, so that no call's answers answer another's
+// elicitation, no client is shown another's question, and no call ends
+// with another's question.
 func (s *server) caller(ctx context.Context) (uint64, *inflight) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -655,15 +716,34 @@ func (s *server) caller(ctx context.Context) (uint64, *inflight) {
 		return 0, nil
 	}
 	for id, f := range s.inflight {
+		if f.shared {
+			return 0, nil
+		}
 		return id, f
 	}
 	return 0, nil
 }
 
-func (s *server) untrack(id uint64) {
+// untrack ends a call; answered says the server answered it.
+func (s *server) untrack(id uint64, answered bool) {
+	linger := lingerAbandoned
+	if answered {
+		linger = lingerAnswered
+	}
+	until := time.Now().Add(linger)
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.inflight[id]
 	delete(s.inflight, id)
-	s.mu.Unlock()
+	if f == nil {
+		return
+	}
+	if s.ended == nil {
+		s.ended = map[string]time.Time{}
+	}
+	if until.After(s.ended[f.session]) {
+		s.ended[f.session] = until
+	}
 }
 
 // claimant finds whom a request or notification from the server is for:
