@@ -55,6 +55,22 @@ type Handler func(ctx context.Context, inv *Invocation) (*tool.Outcome, error)
 // Middleware wraps a handler with one stage of the pipeline.
 type Middleware func(next Handler) Handler
 
+// CallTimeout returns how long a call of the named tool may run: its own
+// timeout, else the engine's ([Options].Timeout); false when there is no
+// such tool. A face that waits for a person on a call's behalf (a tool's
+// question put to an MCP client) waits no longer than that, as the policy
+// waits no longer for an approval ([Invocation.Timeout]).
+func (e *Engine) CallTimeout(name string) (time.Duration, bool) {
+	en, ok := e.tools.Load().byName[name]
+	if !ok {
+		return 0, false
+	}
+	if en.tool.Timeout > 0 {
+		return en.tool.Timeout, true
+	}
+	return e.opts.Timeout, true
+}
+
 // pipeline assembles the stages around execution. The order is DESIGN.md's:
 // resolve → decode and coerce → defaults → validate → caller's middleware
 // (policy, approval) → execute with deadline, cancellation and output cap →

@@ -120,7 +120,7 @@ func interviewee(t *testing.T, url, name string) (*sdk.ClientSession, *seen) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cs.Close() })
+	t.Cleanup(func() { bounded(t, "closing "+name+"'s client", func() { cs.Close() }) })
 	return cs, s
 }
 

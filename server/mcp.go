@@ -335,7 +335,21 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 			if caps == nil || caps.Elicitation == nil {
 				return needsInput(q, "the client cannot be asked (it offers no elicitation)"), nil
 			}
-			answer, ok, err := ask(ctx, ss, q)
+			// A question nobody answers ends the call as its tool's
+			// timeout would have.
+			qctx, cancel := ctx, context.CancelFunc(func() {})
+			wait, known := s.e.CallTimeout(name)
+			if known {
+				qctx, cancel = context.WithTimeout(ctx, wait)
+			}
+			answer, ok, err := ask(qctx, ss, q)
+			unanswered := qctx.Err() != nil && ctx.Err() == nil
+			cancel()
+			if unanswered {
+				r := tool.ErrorResult(&tool.Error{Kind: tool.KindTimeout, Tool: name, Stage: "question",
+					Message: fmt.Sprintf("nobody answered the question within %s, the call's timeout: %s", wait, q.Text)})
+				return mcpconv.SDKResult(r), nil
+			}
 			if err != nil {
 				return needsInput(q, err.Error()), nil
 			}

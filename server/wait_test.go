@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,12 +18,14 @@ import (
 )
 
 // waitingEngine is an engine behind a policy that asks the client about
-// "fail" (it says nothing of its effects), with "slow", allowed, that runs
-// until it is cancelled; it reports how each call finished on finished.
+// "fail" (it says nothing of its effects) and allows "confirm" (which asks
+// a question) and "slow" (which runs until it is cancelled); it reports
+// how each call finished on finished.
 func waitingEngine(t *testing.T, timeout time.Duration) (*lathe.Engine, <-chan string) {
 	t.Helper()
 	e := lathe.New(lathe.Options{Timeout: timeout, Middleware: []lathe.Middleware{policy.Middleware(
-		&policy.Policy{Rules: []policy.Rule{{Tool: "slow", Approval: policy.Allow}}}, policy.Options{})}})
+		&policy.Policy{Rules: []policy.Rule{{Tool: "slow", Approval: policy.Allow}, {Tool: "confirm", Approval: policy.Allow}}},
+		policy.Options{})}})
 	t.Cleanup(func() { e.Close() })
 	slow := tool.Tool{Definition: tool.Definition{Name: "slow", Summary: "Wait until cancelled."},
 		Runtime: tool.RuntimeFunc(func(ctx context.Context, _ *tool.Definition, _ *tool.Call) (*tool.Outcome, error) {
@@ -62,7 +66,7 @@ func silentClient(t *testing.T, url string) (*sdk.ClientSession, <-chan struct{}
 	}
 	t.Cleanup(func() {
 		close(release)
-		cs.Close()
+		bounded(t, "closing the client", func() { cs.Close() })
 	})
 	return cs, asked
 }
@@ -70,12 +74,18 @@ func silentClient(t *testing.T, url string) (*sdk.ClientSession, <-chan struct{}
 // closeBounded closes srv, and reports a Close that hangs rather than
 // hanging the test with it.
 func closeBounded(t *testing.T, srv *server.Server) {
+	bounded(t, "Server.Close", func() { srv.Close() })
+}
+
+// bounded runs f, for a cleanup, and reports an f that does not return
+// within 10s (what names it) rather than hanging the test with it.
+func bounded(t *testing.T, what string, f func()) {
 	done := make(chan struct{})
-	go func() { srv.Close(); close(done) }()
+	go func() { f(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Error("Server.Close did not return within 10s")
+		t.Errorf("%s did not return within 10s", what)
 	}
 }
 
@@ -151,8 +161,7 @@ func TestClosingASessionEndsItsCalls(t *testing.T) {
 
 			// One client closes its session.
 			cs, asked := silentClient(t, ts.URL+server.Path)
-			started := make(chan struct{})
-			unsub := e.Subscribe(func(lathe.Event) { close(started) }, lathe.EventCallStarted)
+			started, unsub := callStarted(e)
 			go cs.CallTool(context.Background(), &sdk.CallToolParams{Name: c.tool, Arguments: map[string]any{}})
 			waitCall(t, c.tool, started, asked)
 			unsub()
@@ -173,8 +182,7 @@ func TestClosingASessionEndsItsCalls(t *testing.T) {
 
 			// Another client's call ends as the server closes.
 			cs2, asked2 := silentClient(t, ts.URL+server.Path)
-			started = make(chan struct{})
-			unsub = e.Subscribe(func(lathe.Event) { close(started) }, lathe.EventCallStarted)
+			started, unsub = callStarted(e)
 			go cs2.CallTool(context.Background(), &sdk.CallToolParams{Name: c.tool, Arguments: map[string]any{}})
 			waitCall(t, c.tool, started, asked2)
 			unsub()
@@ -184,6 +192,14 @@ func TestClosingASessionEndsItsCalls(t *testing.T) {
 			}
 		})
 	}
+}
+
+// callStarted returns a channel closed at the next call's start.
+func callStarted(e *lathe.Engine) (<-chan struct{}, func()) {
+	started := make(chan struct{})
+	var once sync.Once
+	unsub := e.Subscribe(func(lathe.Event) { once.Do(func() { close(started) }) }, lathe.EventCallStarted)
+	return started, unsub
 }
 
 // waitCall waits until a call of name is under way: asked for its approval
@@ -198,5 +214,27 @@ func waitCall(t *testing.T, name string, started, asked <-chan struct{}) {
 	case <-wait:
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the call of %s was not under way within 10s", name)
+	}
+}
+
+// TestUnansweredQuestionEndsWithTheCall: a tool's question put to a client
+// whose person never answers holds the call no longer than the tool's
+// timeout.
+func TestUnansweredQuestionEndsWithTheCall(t *testing.T) {
+	e, _ := waitingEngine(t, 300*time.Millisecond)
+	srv := server.New(e, server.Options{})
+	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{Token: "t"}))
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { closeBounded(t, srv) })
+	cs, asked := silentClient(t, ts.URL+server.Path)
+	var r *sdk.CallToolResult
+	within(t, 10*time.Second, "a call whose question nobody answers (timeout 300ms)", func() {
+		r, _ = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "confirm", Arguments: map[string]any{}})
+	})
+	if len(asked) == 0 {
+		t.Fatal("the client was never asked")
+	}
+	if r == nil || !r.IsError || r.Meta["lathe/errorKind"] != "timeout" || !strings.Contains(text(r), "Go on?") {
+		t.Errorf("want a timeout result naming the question, got %+v", r)
 	}
 }
