@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -237,4 +239,52 @@ func TestUnansweredQuestionEndsWithTheCall(t *testing.T) {
 	if r == nil || !r.IsError || r.Meta["lathe/errorKind"] != "timeout" || !strings.Contains(text(r), "Go on?") {
 		t.Errorf("want a timeout result naming the question, got %+v", r)
 	}
+}
+
+// TestClosedInputEndsItsCalls: over stdio, a client whose connection goes
+// (its end of the pipe closed) while its call waits for an approval nobody
+// will give ends the call, and ServeStdio returns.
+func TestClosedInputEndsItsCalls(t *testing.T) {
+	e, finished := waitingEngine(t, time.Hour)
+	srv := server.New(e, server.Options{})
+	t.Cleanup(func() { closeBounded(t, srv) })
+	cin, sout := io.Pipe()
+	sin, cout := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- srv.ServeStdio(context.Background(), sin, sout) }()
+	asked := make(chan struct{}, 1)
+	release := make(chan struct{})
+	defer close(release)
+	c := sdk.NewClient(&sdk.Implementation{Name: "leaving"}, &sdk.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, _ *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			asked <- struct{}{}
+			select {
+			case <-ctx.Done():
+			case <-release:
+			}
+			return nil, errors.New("gone")
+		},
+	})
+	cs, err := c.Connect(context.Background(), &sdk.IOTransport{Reader: cin, Writer: cout}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bounded(t, "closing the client", func() { cs.Close() }) })
+	go cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "fail", Arguments: map[string]any{}})
+	select {
+	case <-asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the approval was not asked within 10s")
+	}
+	// The client's connection goes: lathe's input ends.
+	cout.Close()
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeStdio did not return within 10s of its input's end, with a call waiting for an approval")
+	}
+	if o := outcome(t, finished, "fail"); o != "fail cancelled" {
+		t.Errorf("the call finished as %q, want fail cancelled", o)
+	}
+	sout.Close()
 }
