@@ -45,7 +45,7 @@ func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string
 		cfgs = append(cfgs, mcp.Config{
 			Name: s.Name, Command: s.Command, Env: s.Env, PassEnv: s.Permissions.Env, Dir: dir,
 			URL: s.URL, Headers: s.Headers, Prefix: s.Prefix, Allow: s.Allow, Deny: s.Deny,
-			Timeout: s.Timeout, StartupTimeout: s.StartupTimeout, Optional: s.Optional,
+			Timeout: s.Timeout, StartupTimeout: s.StartupTimeout, Optional: s.Optional, LogLevel: s.LogLevel,
 			Sandbox: mcpSandbox(cfg, s, ws, dir),
 		})
 	}
@@ -77,6 +77,7 @@ func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string
 	for _, n := range pool.Names() {
 		known[n] = true
 	}
+	w.MCP = pool
 	return nil
 }
 

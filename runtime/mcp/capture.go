@@ -36,6 +36,9 @@ type capture struct {
 	pending  map[any]bool // ids of tools/list requests awaiting their response
 	tools    map[string]*rawTool
 	rejected []rejection // tools screened out of answers, not yet reported
+	// order lets a call wait for the notifications read before its answer
+	// (logging.go).
+	order order
 }
 
 func newCapture() *capture {
@@ -160,6 +163,7 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
 	if err == nil {
 		c.cap.received(m)
+		c.cap.order.noteRead(m)
 	}
 	return m, err
 }

@@ -88,6 +88,10 @@ type Config struct {
 	// Optional says that a server which cannot be started is reported and
 	// skipped rather than failing [Open].
 	Optional bool
+	// LogLevel, if set, is the least log level the server is asked to send
+	// (logging/setLevel) from the start; a client may ask for a more
+	// verbose one (see [Pool.SetLogLevel]).
+	LogLevel string
 }
 
 func (c *Config) prefix() string {
@@ -128,6 +132,9 @@ func (c *Config) validate() error {
 		return errors.New("set command or url, not both")
 	case len(c.Command) == 0 && c.URL == "":
 		return errors.New("set command (a server over stdio) or url (a server over streamable HTTP)")
+	}
+	if c.LogLevel != "" && !ValidLogLevel(c.LogLevel) {
+		return fmt.Errorf("unknown log level %q (one of %s)", c.LogLevel, strings.Join(logLevels, ", "))
 	}
 	for _, p := range slices.Concat(c.Allow, c.Deny) {
 		if _, err := path.Match(p, ""); err != nil {
@@ -195,6 +202,10 @@ type Pool struct {
 	mu     sync.RWMutex
 	routes map[string]route // lathe tool name → where it goes
 	closed bool
+
+	// surf routes resources, prompts, completion and logging (resources.go,
+	// logging.go).
+	surf surface
 }
 
 type route struct {

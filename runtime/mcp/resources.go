@@ -1,0 +1,437 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
+)
+
+// Besides tools, a pool proxies what its servers offer of the rest of MCP:
+// resources and their templates, subscriptions to them, prompts,
+// completion, and logging. The lists are gathered from every server by
+// [Pool.Catalog], which also decides where a request goes:
+//
+//   - A prompt is named like a tool, with its server's prefix: "fs__review".
+//   - A resource keeps its URI, since a URI is a global name that clients
+//     and the resources' own contents refer to. A read goes to the server
+//     that listed the URI; a URI that two servers list stays with the first
+//     in the configuration's order, and the other's is left out and
+//     reported. A URI no server lists goes to the server whose template
+//     matches it; if templates of several servers match, the read is
+//     refused as ambiguous rather than guessed.
+//   - A template keeps its URI template; the same template from two
+//     servers stays with the first.
+//
+// A server's list_changed notifications and resource updates reach the
+// functions given to [Pool.Watch].
+
+// maxListed bounds the resources, templates or prompts taken from one
+// server, so that a server cannot make lathe hold an endless list.
+const maxListed = 10000
+
+// Features says which parts of MCP besides tools at least one of a pool's
+// servers offers.
+type Features struct {
+	Resources bool // resources/list and resources/read
+	Subscribe bool // resources/subscribe
+	Prompts   bool
+	// Completions is completion/complete, for prompts' arguments and
+	// templates' variables.
+	Completions bool
+	// Logging says a server takes logging/setLevel.
+	Logging bool
+}
+
+// Catalog is what a pool's servers offer besides tools, as a client of the
+// pool sees it: prompts named with their server's prefix, resources and
+// templates as the servers listed them.
+type Catalog struct {
+	Resources []*sdk.Resource
+	Templates []*sdk.ResourceTemplate
+	Prompts   []*sdk.Prompt
+}
+
+// Notice is something a server says besides the results of calls: see
+// [Pool.Watch].
+type Notice struct {
+	Kind NoticeKind
+	// Server names the server that said it.
+	Server string
+	// URI is the resource of a NoticeResourceUpdated.
+	URI string
+	// Log is the message of a NoticeLog.
+	Log *sdk.LoggingMessageParams
+}
+
+// NoticeKind is the kind of a [Notice].
+type NoticeKind int
+
+const (
+	// NoticeResourcesChanged: a server's resources or templates changed;
+	// [Pool.Catalog] lists them anew.
+	NoticeResourcesChanged NoticeKind = iota + 1
+	// NoticePromptsChanged: a server's prompts changed.
+	NoticePromptsChanged
+	// NoticeResourceUpdated: a resource subscribed to with
+	// [Pool.Subscribe] changed.
+	NoticeResourceUpdated
+	// NoticeLog: a log message that belongs to no call in flight (the
+	// server sent it while none of its calls ran).
+	NoticeLog
+)
+
+// surface holds the routes of what a pool proxies besides tools, and who
+// watches for its notices.
+type surface struct {
+	mu        sync.Mutex
+	resources map[string]*server // URI → the server that listed it
+	templates []templateRoute
+	prompts   map[string]promptRoute // prompt name as served → where it goes
+	subs      map[string]*server     // URI subscribed to → its server
+	watchers  map[int]func(Notice)
+	nextWatch int
+	levels    map[string]sdk.LoggingLevel // who (a client session) → level it asked for
+	sent      map[*sdk.ClientSession]sdk.LoggingLevel
+}
+
+type templateRoute struct {
+	srv  *server
+	raw  string
+	tmpl *uritemplate.Template
+}
+
+type promptRoute struct {
+	srv      *server
+	upstream string
+}
+
+// capabilities returns what the server's live session declared, starting
+// the server if it is not running.
+func (s *server) capabilities(ctx context.Context) (*session, *sdk.ServerCapabilities) {
+	if s.skipped {
+		return nil, nil
+	}
+	sess, err := s.session(ctx)
+	if err != nil || sess.cs == nil {
+		return nil, nil
+	}
+	ir := sess.cs.InitializeResult()
+	if ir == nil || ir.Capabilities == nil {
+		return sess, &sdk.ServerCapabilities{}
+	}
+	return sess, ir.Capabilities
+}
+
+// Features says what the pool's servers offer besides tools, starting any
+// that is not running. A server that cannot be started offers nothing.
+func (p *Pool) Features(ctx context.Context) Features {
+	var f Features
+	for _, s := range p.servers {
+		_, c := s.capabilities(ctx)
+		if c == nil {
+			continue
+		}
+		if c.Resources != nil {
+			f.Resources = true
+			f.Subscribe = f.Subscribe || c.Resources.Subscribe
+		}
+		f.Prompts = f.Prompts || c.Prompts != nil
+		f.Completions = f.Completions || c.Completions != nil
+		f.Logging = f.Logging || c.Logging != nil
+	}
+	return f
+}
+
+// Catalog lists the resources, templates and prompts of every server and
+// makes them the pool's routes (see the rules above). A server that fails
+// to list is reported to [Options.Warn] and offers nothing until the next
+// Catalog; so is each entry left out for a collision.
+func (p *Pool) Catalog(ctx context.Context) *Catalog {
+	cat := &Catalog{}
+	resources := map[string]*server{}
+	templates := map[string]*server{}
+	var troutes []templateRoute
+	prompts := map[string]promptRoute{}
+	for _, s := range p.servers {
+		sess, c := s.capabilities(ctx)
+		if c == nil {
+			continue
+		}
+		if c.Resources != nil {
+			n := 0
+			for r, err := range sess.cs.Resources(ctx, nil) {
+				if err != nil {
+					s.warn(fmt.Errorf("mcp server %s: listing resources: %w", s.cfg.Name, err))
+					break
+				}
+				if n++; n > maxListed {
+					s.warn(fmt.Errorf("mcp server %s: lists more than %d resources; the rest are left out", s.cfg.Name, maxListed))
+					break
+				}
+				if prev, taken := resources[r.URI]; taken {
+					s.warn(fmt.Errorf("mcp server %s: resource %q left out: server %s lists the same URI, and comes first in the configuration",
+						s.cfg.Name, r.URI, prev.cfg.Name))
+					continue
+				}
+				resources[r.URI] = s
+				cat.Resources = append(cat.Resources, r)
+			}
+			n = 0
+			for t, err := range sess.cs.ResourceTemplates(ctx, nil) {
+				if err != nil {
+					s.warn(fmt.Errorf("mcp server %s: listing resource templates: %w", s.cfg.Name, err))
+					break
+				}
+				if n++; n > maxListed {
+					s.warn(fmt.Errorf("mcp server %s: lists more than %d resource templates; the rest are left out", s.cfg.Name, maxListed))
+					break
+				}
+				if prev, taken := templates[t.URITemplate]; taken {
+					if prev != s {
+						s.warn(fmt.Errorf("mcp server %s: resource template %q left out: server %s lists the same template, and comes first in the configuration",
+							s.cfg.Name, t.URITemplate, prev.cfg.Name))
+					}
+					continue
+				}
+				tmpl, err := uritemplate.New(t.URITemplate)
+				if err != nil {
+					s.warn(fmt.Errorf("mcp server %s: resource template %q left out: %w", s.cfg.Name, t.URITemplate, err))
+					continue
+				}
+				templates[t.URITemplate] = s
+				troutes = append(troutes, templateRoute{srv: s, raw: t.URITemplate, tmpl: tmpl})
+				cat.Templates = append(cat.Templates, t)
+			}
+		}
+		if c.Prompts != nil {
+			n := 0
+			for pr, err := range sess.cs.Prompts(ctx, nil) {
+				if err != nil {
+					s.warn(fmt.Errorf("mcp server %s: listing prompts: %w", s.cfg.Name, err))
+					break
+				}
+				if n++; n > maxListed {
+					s.warn(fmt.Errorf("mcp server %s: lists more than %d prompts; the rest are left out", s.cfg.Name, maxListed))
+					break
+				}
+				name := s.cfg.prefix() + pr.Name
+				if prev, taken := prompts[name]; taken {
+					s.warn(fmt.Errorf("mcp server %s: prompt %q (upstream %q) collides with upstream prompt %q of server %s; give the server another prefix (%w)",
+						s.cfg.Name, name, pr.Name, prev.upstream, prev.srv.cfg.Name, ErrCollision))
+					continue
+				}
+				prompts[name] = promptRoute{srv: s, upstream: pr.Name}
+				c := *pr
+				c.Name = name
+				cat.Prompts = append(cat.Prompts, &c)
+			}
+		}
+	}
+	p.surf.mu.Lock()
+	p.surf.resources, p.surf.templates, p.surf.prompts = resources, troutes, prompts
+	p.surf.mu.Unlock()
+	return cat
+}
+
+// ErrAmbiguous is in the chain of the error of a request that more than
+// one server could serve, and that lathe refuses rather than guess.
+var ErrAmbiguous = errors.New("more than one MCP server could serve it")
+
+// resourceServer finds the server a URI goes to (see [Pool.Catalog]).
+func (p *Pool) resourceServer(uri string) (*server, error) {
+	p.surf.mu.Lock()
+	defer p.surf.mu.Unlock()
+	if s, ok := p.surf.resources[uri]; ok {
+		return s, nil
+	}
+	var found *server
+	for _, t := range p.surf.templates {
+		if t.tmpl.Match(uri) == nil {
+			continue
+		}
+		if found != nil && found != t.srv {
+			return nil, fmt.Errorf("resource %q: the templates of servers %s and %s both match it (%w)",
+				uri, found.cfg.Name, t.srv.cfg.Name, ErrAmbiguous)
+		}
+		found = t.srv
+	}
+	if found == nil {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
+	return found, nil
+}
+
+// ReadResource reads a resource from the server it goes to.
+func (p *Pool) ReadResource(ctx context.Context, uri string) (*sdk.ReadResourceResult, error) {
+	s, err := p.resourceServer(uri)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := s.session(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mcp server %s: %w", s.cfg.Name, err)
+	}
+	return sess.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+}
+
+// Subscribe subscribes to a resource on the server it goes to; its updates
+// then reach the pool's watchers as [NoticeResourceUpdated]. An update of
+// a URI that was not subscribed to, or that a server other than the one it
+// goes to sends, is dropped: a server cannot speak for another's resource.
+func (p *Pool) Subscribe(ctx context.Context, uri string) error {
+	s, err := p.resourceServer(uri)
+	if err != nil {
+		return err
+	}
+	sess, err := s.session(ctx)
+	if err != nil {
+		return fmt.Errorf("mcp server %s: %w", s.cfg.Name, err)
+	}
+	if err := sess.cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
+		return err
+	}
+	p.surf.mu.Lock()
+	if p.surf.subs == nil {
+		p.surf.subs = map[string]*server{}
+	}
+	p.surf.subs[uri] = s
+	p.surf.mu.Unlock()
+	return nil
+}
+
+// Unsubscribe ends a subscription of [Pool.Subscribe].
+func (p *Pool) Unsubscribe(ctx context.Context, uri string) error {
+	p.surf.mu.Lock()
+	s := p.surf.subs[uri]
+	delete(p.surf.subs, uri)
+	p.surf.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	sess, err := s.session(ctx)
+	if err != nil {
+		return fmt.Errorf("mcp server %s: %w", s.cfg.Name, err)
+	}
+	return sess.cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: uri})
+}
+
+// Watch calls f with each [Notice] of the pool's servers until cancel is
+// called. f is called on the goroutine that received the notice, and
+// should return soon.
+func (p *Pool) Watch(f func(Notice)) (cancel func()) {
+	p.surf.mu.Lock()
+	defer p.surf.mu.Unlock()
+	if p.surf.watchers == nil {
+		p.surf.watchers = map[int]func(Notice){}
+	}
+	p.surf.nextWatch++
+	id := p.surf.nextWatch
+	p.surf.watchers[id] = f
+	return func() {
+		p.surf.mu.Lock()
+		delete(p.surf.watchers, id)
+		p.surf.mu.Unlock()
+	}
+}
+
+// notify hands n to every watcher.
+func (p *Pool) notify(n Notice) {
+	p.surf.mu.Lock()
+	fs := make([]func(Notice), 0, len(p.surf.watchers))
+	for _, f := range p.surf.watchers {
+		fs = append(fs, f)
+	}
+	p.surf.mu.Unlock()
+	for _, f := range fs {
+		f(n)
+	}
+}
+
+// The handlers of the notifications a server sends about its resources and
+// prompts (set in newServer).
+
+func (s *server) resourcesChanged(context.Context, *sdk.ResourceListChangedRequest) {
+	s.pool.notify(Notice{Kind: NoticeResourcesChanged, Server: s.cfg.Name})
+}
+
+func (s *server) promptsChanged(context.Context, *sdk.PromptListChangedRequest) {
+	s.pool.notify(Notice{Kind: NoticePromptsChanged, Server: s.cfg.Name})
+}
+
+func (s *server) resourceUpdated(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
+	if req.Params == nil {
+		return
+	}
+	p := s.pool
+	p.surf.mu.Lock()
+	mine := p.surf.subs[req.Params.URI] == s
+	p.surf.mu.Unlock()
+	if !mine {
+		p.opts.Logger.Debug("resource update dropped: not subscribed to this server", "server", s.cfg.Name, "uri", req.Params.URI)
+		return
+	}
+	p.notify(Notice{Kind: NoticeResourceUpdated, Server: s.cfg.Name, URI: req.Params.URI})
+}
+
+// GetPrompt gets a prompt by the name the pool lists it under.
+func (p *Pool) GetPrompt(ctx context.Context, name string, args map[string]string) (*sdk.GetPromptResult, error) {
+	p.surf.mu.Lock()
+	r, ok := p.surf.prompts[name]
+	p.surf.mu.Unlock()
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", name)}
+	}
+	sess, err := r.srv.session(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mcp server %s: %w", r.srv.cfg.Name, err)
+	}
+	return sess.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: r.upstream, Arguments: args})
+}
+
+// Complete asks for completions of a prompt's argument or a template's
+// variable, from the server the prompt or template goes to.
+func (p *Pool) Complete(ctx context.Context, params *sdk.CompleteParams) (*sdk.CompleteResult, error) {
+	if params == nil || params.Ref == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion: ref is missing"}
+	}
+	c := *params
+	ref := *params.Ref
+	c.Ref = &ref
+	var s *server
+	switch ref.Type {
+	case "ref/prompt":
+		p.surf.mu.Lock()
+		r, ok := p.surf.prompts[ref.Name]
+		p.surf.mu.Unlock()
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: unknown prompt %q", ref.Name)}
+		}
+		s, ref.Name = r.srv, r.upstream
+	case "ref/resource":
+		p.surf.mu.Lock()
+		for _, t := range p.surf.templates {
+			if t.raw == ref.URI {
+				s = t.srv
+			}
+		}
+		p.surf.mu.Unlock()
+		if s == nil {
+			var err error
+			if s, err = p.resourceServer(ref.URI); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: unknown ref type %q", ref.Type)}
+	}
+	sess, err := s.session(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mcp server %s: %w", s.cfg.Name, err)
+	}
+	return sess.cs.Complete(ctx, &c)
+}

@@ -1,0 +1,304 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lathe-tools/lathe/runtime/mcp"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// surfaceServer is the config of the test binary run as mcptest.Surface
+// over stdio, named name ("a" or "b").
+func surfaceServer(t *testing.T, name string) mcp.Config {
+	argv, env := self(t, "surface-"+name)
+	return mcp.Config{Name: name, Command: argv, Env: env}
+}
+
+// logCounter collects the log messages a call's hooks receive.
+type logCounter struct {
+	mu   sync.Mutex
+	data []string
+}
+
+func (c *logCounter) hooks() tool.Hooks {
+	return tool.Hooks{Log: func(m tool.LogMessage) {
+		var s string
+		json.Unmarshal(m.Data, &s)
+		c.mu.Lock()
+		c.data = append(c.data, s)
+		c.mu.Unlock()
+	}}
+}
+
+func (c *logCounter) got() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.data)
+}
+
+// TestLogsNoneLost: every log message an upstream server sends during a
+// call reaches that call's hooks before the call returns, in order, for
+// 10 messages (many times over, since a loss is a race) and for 1000. The
+// SDK hands back the result as soon as it is read, while the messages read
+// before it still wait for their handler: without waiting for them, the
+// last few were lost.
+func TestLogsNoneLost(t *testing.T) {
+	e, p := open(t, mcp.Options{}, surfaceServer(t, "a"))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := p.SetLogLevel(ctx, "test", "info"); err != nil {
+		t.Fatal(err)
+	}
+	check := func(n int) {
+		t.Helper()
+		var c logCounter
+		r := mustOK(t, call(t, tool.WithHooks(ctx, c.hooks()), e, "a__chatter", fmt.Sprintf(`{"n":%d}`, n)))
+		if r.Text() != fmt.Sprintf("sent %d", n) {
+			t.Fatalf("chatter: %q", r.Text())
+		}
+		got := c.got()
+		if len(got) != n {
+			t.Fatalf("%d of %d log messages reached the call", len(got), n)
+		}
+		for i, s := range got {
+			if want := fmt.Sprintf("a %d", i); s != want {
+				t.Fatalf("message %d is %q, want %q", i, s, want)
+			}
+		}
+	}
+	for range 50 {
+		check(10)
+	}
+	check(1000)
+}
+
+// TestLogLevelUpstream: the configured level is sent to the server at
+// start, so a server that sends nothing until told (as go-sdk's) sends
+// what is at or above it; a client that asks for more verbose messages
+// gets them, and when it forgets its level the configured one holds
+// again.
+func TestLogLevelUpstream(t *testing.T) {
+	cfg := surfaceServer(t, "a")
+	cfg.LogLevel = "warning"
+	e, p := open(t, mcp.Options{}, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	count := func() int {
+		var c logCounter
+		mustOK(t, call(t, tool.WithHooks(ctx, c.hooks()), e, "a__chatter", `{"n":5}`))
+		return len(c.got())
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("at level warning, %d info messages came", n)
+	}
+	if err := p.SetLogLevel(ctx, "client", "info"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 5 {
+		t.Fatalf("at level info, %d of 5 info messages came", n)
+	}
+	if err := p.SetLogLevel(ctx, "client", ""); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("back at level warning, %d info messages came", n)
+	}
+	if err := p.SetLogLevel(ctx, "client", "loud"); err == nil {
+		t.Error("an unknown level was taken")
+	}
+	bad := surfaceServer(t, "b")
+	bad.LogLevel = "loud"
+	if _, err := mcp.Open(ctx, nil, []mcp.Config{bad}, mcp.Options{}); err == nil || !strings.Contains(err.Error(), `"loud"`) {
+		t.Errorf("a bad configured level: %v", err)
+	}
+}
+
+// TestBackgroundLog: a message the server sends while none of its calls
+// runs reaches the pool's watchers, naming its server.
+func TestBackgroundLog(t *testing.T) {
+	e, p := open(t, mcp.Options{}, surfaceServer(t, "a"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.SetLogLevel(ctx, "test", "info"); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan mcp.Notice, 10)
+	defer p.Watch(func(n mcp.Notice) {
+		if n.Kind == mcp.NoticeLog {
+			got <- n
+		}
+	})()
+	mustOK(t, call(t, ctx, e, "a__later", `{}`))
+	select {
+	case n := <-got:
+		if n.Server != "a" || n.Log.Data != "a later" {
+			t.Errorf("notice: %+v", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the message sent after the call never reached the watchers")
+	}
+}
+
+// TestResourcesAndPrompts: two servers' resources, templates and prompts
+// are routed to the server that listed them; a URI both list stays with
+// the first and the collision is reported; a prompt is named with its
+// server's prefix; completion goes where the prompt goes.
+func TestResourcesAndPrompts(t *testing.T) {
+	var mu sync.Mutex
+	var warned []string
+	_, p := open(t, mcp.Options{Warn: func(err error) {
+		mu.Lock()
+		warned = append(warned, err.Error())
+		mu.Unlock()
+	}}, surfaceServer(t, "a"), surfaceServer(t, "b"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	f := p.Features(ctx)
+	if !f.Resources || !f.Subscribe || !f.Prompts || !f.Completions || !f.Logging {
+		t.Errorf("features: %+v", f)
+	}
+	cat := p.Catalog(ctx)
+	var uris, tmpls, prompts []string
+	for _, r := range cat.Resources {
+		uris = append(uris, r.URI)
+	}
+	for _, r := range cat.Templates {
+		tmpls = append(tmpls, r.URITemplate)
+	}
+	for _, r := range cat.Prompts {
+		prompts = append(prompts, r.Name)
+	}
+	slices.Sort(uris)
+	if want := []string{"surface://a/readme", "surface://b/readme", "surface://shared"}; !slices.Equal(uris, want) {
+		t.Errorf("resources %q, want %q", uris, want)
+	}
+	if want := []string{"surface://a/items/{id}", "surface://b/items/{id}"}; !slices.Equal(tmpls, want) {
+		t.Errorf("templates %q, want %q", tmpls, want)
+	}
+	if want := []string{"a__greet", "b__greet"}; !slices.Equal(prompts, want) {
+		t.Errorf("prompts %q, want %q", prompts, want)
+	}
+	mu.Lock()
+	if !slices.ContainsFunc(warned, func(w string) bool {
+		return strings.Contains(w, "mcp server b") && strings.Contains(w, `"surface://shared"`) && strings.Contains(w, "server a")
+	}) {
+		t.Errorf("the collision of surface://shared was not reported: %q", warned)
+	}
+	mu.Unlock()
+
+	read := func(uri string) string {
+		t.Helper()
+		res, err := p.ReadResource(ctx, uri)
+		if err != nil {
+			t.Fatalf("read %s: %v", uri, err)
+		}
+		return res.Contents[0].Text
+	}
+	for uri, want := range map[string]string{
+		"surface://shared":     "shared from a",
+		"surface://b/readme":   "readme of b",
+		"surface://a/items/3":  "item 3 of a",
+		"surface://b/items/7":  "item 7 of b",
+		"surface://a/readme":   "readme of a",
+		"surface://b/items/x9": "item x9 of b",
+	} {
+		if got := read(uri); got != want {
+			t.Errorf("read %s: %q, want %q", uri, got, want)
+		}
+	}
+	var werr *jsonrpc.Error
+	if _, err := p.ReadResource(ctx, "surface://c/readme"); !errors.As(err, &werr) || werr.Code != sdk.CodeResourceNotFound {
+		t.Errorf("a URI no server lists: %v", err)
+	}
+
+	for name, want := range map[string]string{"a__greet": "hello x from a", "b__greet": "hello x from b"} {
+		res, err := p.GetPrompt(ctx, name, map[string]string{"who": "x"})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := res.Messages[0].Content.(*sdk.TextContent).Text; got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	if _, err := p.GetPrompt(ctx, "greet", nil); err == nil {
+		t.Error("a prompt's upstream name, without its prefix, was taken")
+	}
+	res, err := p.Complete(ctx, &sdk.CompleteParams{Ref: &sdk.CompleteReference{Type: "ref/prompt", Name: "b__greet"},
+		Argument: sdk.CompleteParamsArgument{Name: "who", Value: "b-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Completion.Values, []string{"b-ann"}) {
+		t.Errorf("completion: %q", res.Completion.Values)
+	}
+}
+
+// TestResourceUpdates: a subscribed resource's update reaches the
+// watchers from the server it belongs to, and never from another server
+// that speaks for it; a server's list_changed reaches them too, and the
+// catalog then holds the new resource.
+func TestResourceUpdates(t *testing.T) {
+	e, p := open(t, mcp.Options{}, surfaceServer(t, "a"), surfaceServer(t, "b"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p.Catalog(ctx)
+	if err := p.SetLogLevel(ctx, "test", "info"); err != nil {
+		t.Fatal(err)
+	}
+	notices := make(chan mcp.Notice, 100)
+	defer p.Watch(func(n mcp.Notice) {
+		if n.Kind != mcp.NoticeLog {
+			notices <- n
+		}
+	})()
+	if err := p.Subscribe(ctx, "surface://a/readme"); err != nil {
+		t.Fatal(err)
+	}
+	// b claims an update of a's resource. Its log message after that, once
+	// the call has it, shows that b's notifications before it were handled.
+	mustOK(t, call(t, ctx, e, "b__touch", `{"uri":"surface://a/readme"}`))
+	var c logCounter
+	mustOK(t, call(t, tool.WithHooks(ctx, c.hooks()), e, "b__chatter", `{"n":1}`))
+	if len(c.got()) != 1 {
+		t.Fatal("b's log message did not come")
+	}
+	select {
+	case n := <-notices:
+		t.Fatalf("server b spoke for a's resource: %+v", n)
+	default:
+	}
+	mustOK(t, call(t, ctx, e, "a__touch", `{"uri":"surface://a/readme"}`))
+	select {
+	case n := <-notices:
+		if n.Kind != mcp.NoticeResourceUpdated || n.Server != "a" || n.URI != "surface://a/readme" {
+			t.Fatalf("notice: %+v", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the update of a subscribed resource never came")
+	}
+
+	mustOK(t, call(t, ctx, e, "a__add", `{}`))
+	select {
+	case n := <-notices:
+		if n.Kind != mcp.NoticeResourcesChanged || n.Server != "a" {
+			t.Fatalf("notice: %+v", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the list_changed of resources never came")
+	}
+	if !slices.ContainsFunc(p.Catalog(ctx).Resources, func(r *sdk.Resource) bool { return r.URI == "surface://a/added" }) {
+		t.Error("the added resource is not listed")
+	}
+}
