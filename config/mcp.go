@@ -60,6 +60,11 @@ type MCPServer struct {
 	// ${VAR} is not set, and goes on without it; otherwise such a server is
 	// an error.
 	Optional bool `toml:"optional"`
+	// Resources = false and Prompts = false keep the server's resources
+	// (with their templates and subscriptions) and its prompts from the
+	// clients of `lathe serve`; nil means they are offered.
+	Resources *bool `toml:"resources"`
+	Prompts   *bool `toml:"prompts"`
 	// LogLevel, if set, is the least level of the log messages the server
 	// is asked to send from the start (logging/setLevel): "debug", "info",
 	// "notice", "warning", "error", "critical", "alert" or "emergency". A

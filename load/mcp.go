@@ -46,6 +46,7 @@ func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string
 			Name: s.Name, Command: s.Command, Env: s.Env, PassEnv: s.Permissions.Env, Dir: dir,
 			URL: s.URL, Headers: s.Headers, Prefix: s.Prefix, Allow: s.Allow, Deny: s.Deny,
 			Timeout: s.Timeout, StartupTimeout: s.StartupTimeout, Optional: s.Optional, LogLevel: s.LogLevel,
+			NoResources: s.Resources != nil && !*s.Resources, NoPrompts: s.Prompts != nil && !*s.Prompts,
 			Sandbox: mcpSandbox(cfg, s, ws, dir),
 		})
 	}

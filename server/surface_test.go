@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/internal/mcptest"
 	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/server"
 )
@@ -143,7 +145,8 @@ func TestResourcesThroughServer(t *testing.T) {
 		uris = append(uris, r.URI)
 	}
 	slices.Sort(uris)
-	if want := []string{"surface://a/readme", "surface://b/readme", "surface://shared"}; !slices.Equal(uris, want) {
+	// Both list surface://shared: neither serves it.
+	if want := []string{"surface://a/readme", "surface://b/readme"}; !slices.Equal(uris, want) {
 		t.Errorf("resources %q, want %q", uris, want)
 	}
 	var tmpls []string
@@ -158,7 +161,6 @@ func TestResourcesThroughServer(t *testing.T) {
 		t.Errorf("templates %q, want %q", tmpls, want)
 	}
 	for uri, want := range map[string]string{
-		"surface://shared":    "shared from a",
 		"surface://b/readme":  "readme of b",
 		"surface://b/items/4": "item 4 of b",
 	} {
@@ -170,8 +172,10 @@ func TestResourcesThroughServer(t *testing.T) {
 			t.Errorf("read %s: %q, want %q", uri, got, want)
 		}
 	}
-	if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "surface://nobody/x"}); err == nil {
-		t.Error("a URI no server lists was read")
+	for _, uri := range []string{"surface://nobody/x", "surface://shared"} {
+		if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri}); err == nil {
+			t.Errorf("%s was read", uri)
+		}
 	}
 
 	var prompts []string
@@ -289,4 +293,100 @@ func TestLogsThroughServer(t *testing.T) {
 		cancel()
 		cs.Close()
 	}
+}
+
+// TestEverythingSurface: the reference server-everything's resources,
+// templates, prompts, completion, subscriptions and logging, through
+// lathe's server face to a go-sdk client.
+func TestEverythingSurface(t *testing.T) {
+	e := newEngine(t)
+	srv := server.New(e, server.Options{Upstream: openPool(t, e, mcp.Config{Name: "ev", Command: mcptest.Everything(t)})})
+	defer srv.Close()
+	var l clientLog
+	updated := make(chan string, 100)
+	cs := connect(t, srv, &sdk.ClientOptions{LoggingMessageHandler: l.handler,
+		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
+			select {
+			case updated <- req.Params.URI:
+			default:
+			}
+		}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	caps := cs.InitializeResult().Capabilities
+	if caps.Resources == nil || !caps.Resources.Subscribe || caps.Prompts == nil || caps.Logging == nil {
+		t.Errorf("capabilities: %+v", caps)
+	}
+
+	var static string
+	for r, err := range cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if static == "" && strings.HasPrefix(r.URI, "demo://resource/static/document/") {
+			static = r.URI
+		}
+	}
+	if static == "" {
+		t.Fatal("no static document among the resources")
+	}
+	if res, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: static}); err != nil || len(res.Contents) == 0 {
+		t.Fatalf("read %s: %v", static, err)
+	}
+	var tmpls []string
+	for r, err := range cs.ResourceTemplates(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpls = append(tmpls, r.URITemplate)
+	}
+	if !slices.Contains(tmpls, "demo://resource/dynamic/text/{resourceId}") {
+		t.Fatalf("templates: %q", tmpls)
+	}
+	res, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "demo://resource/dynamic/text/7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Contents[0].Text, "7") {
+		t.Errorf("dynamic resource 7: %q", res.Contents[0].Text)
+	}
+
+	pr, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "ev__args-prompt", Arguments: map[string]string{"city": "Oslo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pr.Messages[0].Content.(*sdk.TextContent).Text; !strings.Contains(got, "Oslo") {
+		t.Errorf("args-prompt: %q", got)
+	}
+	comp, err := cs.Complete(ctx, &sdk.CompleteParams{Ref: &sdk.CompleteReference{Type: "ref/prompt", Name: "ev__completable-prompt"},
+		Argument: sdk.CompleteParamsArgument{Name: "department", Value: "Eng"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(comp.Completion.Values, []string{"Engineering"}) {
+		t.Errorf("completion: %q", comp.Completion.Values)
+	}
+
+	// The server sends one message at once when its simulated logging is
+	// turned on, at a random level: at "debug", every level passes.
+	if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	callTool(t, cs, "ev__toggle-simulated-logging", map[string]any{})
+	l.waitFor(t, 1, "server-everything's simulated logging")
+	callTool(t, cs, "ev__toggle-simulated-logging", map[string]any{})
+
+	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: static}); err != nil {
+		t.Fatal(err)
+	}
+	callTool(t, cs, "ev__toggle-subscriber-updates", map[string]any{})
+	select {
+	case uri := <-updated:
+		if uri != static {
+			t.Errorf("updated %q, subscribed to %q", uri, static)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no update of the subscribed resource reached the client")
+	}
+	callTool(t, cs, "ev__toggle-subscriber-updates", map[string]any{})
 }

@@ -88,6 +88,10 @@ type Config struct {
 	// Optional says that a server which cannot be started is reported and
 	// skipped rather than failing [Open].
 	Optional bool
+	// NoResources and NoPrompts keep the server's resources (and their
+	// templates, subscriptions and completion) and its prompts (and their
+	// completion) from the pool's clients: its tools alone are offered.
+	NoResources, NoPrompts bool
 	// LogLevel, if set, is the least log level the server is asked to send
 	// (logging/setLevel) from the start; a client may ask for a more
 	// verbose one (see [Pool.SetLogLevel]).

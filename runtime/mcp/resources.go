@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -19,13 +21,16 @@ import (
 //   - A prompt is named like a tool, with its server's prefix: "fs__review".
 //   - A resource keeps its URI, since a URI is a global name that clients
 //     and the resources' own contents refer to. A read goes to the server
-//     that listed the URI; a URI that two servers list stays with the first
-//     in the configuration's order, and the other's is left out and
-//     reported. A URI no server lists goes to the server whose template
-//     matches it; if templates of several servers match, the read is
-//     refused as ambiguous rather than guessed.
-//   - A template keeps its URI template; the same template from two
-//     servers stays with the first.
+//     that listed the URI. A URI that several servers list is left out for
+//     all of them and reported: whichever lathe picked, a client could be
+//     handed what another server says is that resource. A URI no server
+//     lists goes to the server whose template matches it; if templates of
+//     several servers match, the read is refused as ambiguous rather than
+//     guessed.
+//   - A template keeps its URI template; one that several servers list is
+//     left out, as a URI is.
+//   - A prompt name that several servers' prefixes make the same is left
+//     out, as a URI is.
 //
 // A server's list_changed notifications and resource updates reach the
 // functions given to [Pool.Watch].
@@ -89,7 +94,7 @@ const (
 // watches for its notices.
 type surface struct {
 	mu        sync.Mutex
-	resources map[string]*server // URI → the server that listed it
+	resources map[string]*server // URI → the server that listed it; nil if several did
 	templates []templateRoute
 	prompts   map[string]promptRoute // prompt name as served → where it goes
 	subs      map[string]*server     // URI subscribed to → its server
@@ -110,8 +115,9 @@ type promptRoute struct {
 	upstream string
 }
 
-// capabilities returns what the server's live session declared, starting
-// the server if it is not running.
+// capabilities returns what the server's live session declared, less what
+// its configuration keeps from clients, starting the server if it is not
+// running.
 func (s *server) capabilities(ctx context.Context) (*session, *sdk.ServerCapabilities) {
 	if s.skipped {
 		return nil, nil
@@ -120,11 +126,22 @@ func (s *server) capabilities(ctx context.Context) (*session, *sdk.ServerCapabil
 	if err != nil || sess.cs == nil {
 		return nil, nil
 	}
-	ir := sess.cs.InitializeResult()
-	if ir == nil || ir.Capabilities == nil {
-		return sess, &sdk.ServerCapabilities{}
+	var c sdk.ServerCapabilities
+	if ir := sess.cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
+		c = *ir.Capabilities
 	}
-	return sess, ir.Capabilities
+	if s.cfg.NoResources {
+		c.Resources = nil
+	}
+	if s.cfg.NoPrompts {
+		c.Prompts = nil
+	}
+	if c.Resources == nil && c.Prompts == nil {
+		// Completion completes prompts' arguments and templates' variables:
+		// with neither offered, there is nothing it could complete.
+		c.Completions = nil
+	}
+	return sess, &c
 }
 
 // Features says what the pool's servers offer besides tools, starting any
@@ -152,90 +169,138 @@ func (p *Pool) Features(ctx context.Context) Features {
 // to list is reported to [Options.Warn] and offers nothing until the next
 // Catalog; so is each entry left out for a collision.
 func (p *Pool) Catalog(ctx context.Context) *Catalog {
-	cat := &Catalog{}
-	resources := map[string]*server{}
-	templates := map[string]*server{}
-	var troutes []templateRoute
-	prompts := map[string]promptRoute{}
+	var (
+		resources = newClaims[*sdk.Resource]()
+		templates = newClaims[*sdk.ResourceTemplate]()
+		prompts   = newClaims[*sdk.Prompt]()
+		parsed    = map[string]*uritemplate.Template{}
+		upstream  = map[string]string{} // prompt name as served → its name upstream
+	)
 	for _, s := range p.servers {
 		sess, c := s.capabilities(ctx)
 		if c == nil {
 			continue
 		}
 		if c.Resources != nil {
-			n := 0
-			for r, err := range sess.cs.Resources(ctx, nil) {
-				if err != nil {
-					s.warn(fmt.Errorf("mcp server %s: listing resources: %w", s.cfg.Name, err))
-					break
-				}
-				if n++; n > maxListed {
-					s.warn(fmt.Errorf("mcp server %s: lists more than %d resources; the rest are left out", s.cfg.Name, maxListed))
-					break
-				}
-				if prev, taken := resources[r.URI]; taken {
-					s.warn(fmt.Errorf("mcp server %s: resource %q left out: server %s lists the same URI, and comes first in the configuration",
-						s.cfg.Name, r.URI, prev.cfg.Name))
-					continue
-				}
-				resources[r.URI] = s
-				cat.Resources = append(cat.Resources, r)
-			}
-			n = 0
-			for t, err := range sess.cs.ResourceTemplates(ctx, nil) {
-				if err != nil {
-					s.warn(fmt.Errorf("mcp server %s: listing resource templates: %w", s.cfg.Name, err))
-					break
-				}
-				if n++; n > maxListed {
-					s.warn(fmt.Errorf("mcp server %s: lists more than %d resource templates; the rest are left out", s.cfg.Name, maxListed))
-					break
-				}
-				if prev, taken := templates[t.URITemplate]; taken {
-					if prev != s {
-						s.warn(fmt.Errorf("mcp server %s: resource template %q left out: server %s lists the same template, and comes first in the configuration",
-							s.cfg.Name, t.URITemplate, prev.cfg.Name))
-					}
-					continue
-				}
+			each(s, "resources", sess.cs.Resources(ctx, nil), func(r *sdk.Resource) {
+				resources.claim(s, r.URI, r)
+			})
+			each(s, "resource templates", sess.cs.ResourceTemplates(ctx, nil), func(t *sdk.ResourceTemplate) {
 				tmpl, err := uritemplate.New(t.URITemplate)
 				if err != nil {
 					s.warn(fmt.Errorf("mcp server %s: resource template %q left out: %w", s.cfg.Name, t.URITemplate, err))
-					continue
+					return
 				}
-				templates[t.URITemplate] = s
-				troutes = append(troutes, templateRoute{srv: s, raw: t.URITemplate, tmpl: tmpl})
-				cat.Templates = append(cat.Templates, t)
-			}
+				parsed[t.URITemplate] = tmpl
+				templates.claim(s, t.URITemplate, t)
+			})
 		}
 		if c.Prompts != nil {
-			n := 0
-			for pr, err := range sess.cs.Prompts(ctx, nil) {
-				if err != nil {
-					s.warn(fmt.Errorf("mcp server %s: listing prompts: %w", s.cfg.Name, err))
-					break
-				}
-				if n++; n > maxListed {
-					s.warn(fmt.Errorf("mcp server %s: lists more than %d prompts; the rest are left out", s.cfg.Name, maxListed))
-					break
-				}
-				name := s.cfg.prefix() + pr.Name
-				if prev, taken := prompts[name]; taken {
-					s.warn(fmt.Errorf("mcp server %s: prompt %q (upstream %q) collides with upstream prompt %q of server %s; give the server another prefix (%w)",
-						s.cfg.Name, name, pr.Name, prev.upstream, prev.srv.cfg.Name, ErrCollision))
-					continue
-				}
-				prompts[name] = promptRoute{srv: s, upstream: pr.Name}
+			each(s, "prompts", sess.cs.Prompts(ctx, nil), func(pr *sdk.Prompt) {
 				c := *pr
-				c.Name = name
-				cat.Prompts = append(cat.Prompts, &c)
-			}
+				c.Name = s.cfg.prefix() + pr.Name
+				upstream[c.Name] = pr.Name
+				prompts.claim(s, c.Name, &c)
+			})
+		}
+	}
+	cat := &Catalog{}
+	routes := map[string]*server{}
+	for _, k := range resources.keys {
+		s, r, ok := resources.only(p, "resource", k)
+		// A contested URI keeps a route to no server, so that no template
+		// takes it either.
+		routes[k] = s
+		if ok {
+			cat.Resources = append(cat.Resources, r)
+		}
+	}
+	var troutes []templateRoute
+	for _, k := range templates.keys {
+		if s, t, ok := templates.only(p, "resource template", k); ok {
+			troutes = append(troutes, templateRoute{srv: s, raw: k, tmpl: parsed[k]})
+			cat.Templates = append(cat.Templates, t)
+		}
+	}
+	proutes := map[string]promptRoute{}
+	for _, k := range prompts.keys {
+		if s, pr, ok := prompts.only(p, "prompt", k); ok {
+			proutes[k] = promptRoute{srv: s, upstream: upstream[k]}
+			cat.Prompts = append(cat.Prompts, pr)
 		}
 	}
 	p.surf.mu.Lock()
-	p.surf.resources, p.surf.templates, p.surf.prompts = resources, troutes, prompts
+	p.surf.resources, p.surf.templates, p.surf.prompts = routes, troutes, proutes
 	p.surf.mu.Unlock()
 	return cat
+}
+
+// each calls f with each item of a server's list, up to maxListed; an
+// error ends the list and is reported.
+func each[T any](s *server, what string, seq iter.Seq2[T, error], f func(T)) {
+	n := 0
+	for v, err := range seq {
+		if err != nil {
+			s.warn(fmt.Errorf("mcp server %s: listing %s: %w", s.cfg.Name, what, err))
+			return
+		}
+		if n++; n > maxListed {
+			s.warn(fmt.Errorf("mcp server %s: lists more than %d %s; the rest are left out", s.cfg.Name, maxListed, what))
+			return
+		}
+		f(v)
+	}
+}
+
+// claims gathers which servers list an entry under one key, in the order
+// the keys were first listed.
+type claims[T any] struct {
+	keys []string
+	by   map[string][]claim[T]
+}
+
+type claim[T any] struct {
+	srv *server
+	v   T
+}
+
+func newClaims[T any]() *claims[T] { return &claims[T]{by: map[string][]claim[T]{}} }
+
+func (c *claims[T]) claim(s *server, key string, v T) {
+	prev := c.by[key]
+	if len(prev) == 0 {
+		c.keys = append(c.keys, key)
+	}
+	for _, cl := range prev {
+		if cl.srv == s {
+			return // a server that lists a key twice keeps the first
+		}
+	}
+	c.by[key] = append(prev, claim[T]{s, v})
+}
+
+// only returns the entry under key if one server alone claims it. A key
+// that several servers claim is left out for all of them, and reported:
+// whichever server lathe picked, a client asking for it could be handed
+// what another server says it is.
+func (c *claims[T]) only(p *Pool, what, key string) (*server, T, bool) {
+	cl := c.by[key]
+	if len(cl) == 1 {
+		return cl[0].srv, cl[0].v, true
+	}
+	names := make([]string, len(cl))
+	for i, x := range cl {
+		names[i] = x.srv.cfg.Name
+	}
+	err := fmt.Errorf("mcp servers %s: %s %q is listed by each of them, and left out (%w)",
+		strings.Join(names, ", "), what, key, ErrCollision)
+	if p.opts.Warn != nil {
+		p.opts.Warn(err)
+	} else {
+		p.opts.Logger.Warn("MCP entry left out", "error", err)
+	}
+	var zero T
+	return nil, zero, false
 }
 
 // ErrAmbiguous is in the chain of the error of a request that more than
@@ -247,6 +312,9 @@ func (p *Pool) resourceServer(uri string) (*server, error) {
 	p.surf.mu.Lock()
 	defer p.surf.mu.Unlock()
 	if s, ok := p.surf.resources[uri]; ok {
+		if s == nil {
+			return nil, fmt.Errorf("resource %q: several servers list it (%w)", uri, ErrAmbiguous)
+		}
 		return s, nil
 	}
 	var found *server

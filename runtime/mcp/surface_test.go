@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -151,8 +153,8 @@ func TestBackgroundLog(t *testing.T) {
 }
 
 // TestResourcesAndPrompts: two servers' resources, templates and prompts
-// are routed to the server that listed them; a URI both list stays with
-// the first and the collision is reported; a prompt is named with its
+// are routed to the server that listed them; a URI both list is served by
+// neither, and the collision is reported; a prompt is named with its
 // server's prefix; completion goes where the prompt goes.
 func TestResourcesAndPrompts(t *testing.T) {
 	var mu sync.Mutex
@@ -181,7 +183,7 @@ func TestResourcesAndPrompts(t *testing.T) {
 		prompts = append(prompts, r.Name)
 	}
 	slices.Sort(uris)
-	if want := []string{"surface://a/readme", "surface://b/readme", "surface://shared"}; !slices.Equal(uris, want) {
+	if want := []string{"surface://a/readme", "surface://b/readme"}; !slices.Equal(uris, want) {
 		t.Errorf("resources %q, want %q", uris, want)
 	}
 	if want := []string{"surface://a/items/{id}", "surface://b/items/{id}"}; !slices.Equal(tmpls, want) {
@@ -192,7 +194,7 @@ func TestResourcesAndPrompts(t *testing.T) {
 	}
 	mu.Lock()
 	if !slices.ContainsFunc(warned, func(w string) bool {
-		return strings.Contains(w, "mcp server b") && strings.Contains(w, `"surface://shared"`) && strings.Contains(w, "server a")
+		return strings.Contains(w, "mcp servers a, b") && strings.Contains(w, `"surface://shared"`)
 	}) {
 		t.Errorf("the collision of surface://shared was not reported: %q", warned)
 	}
@@ -207,7 +209,6 @@ func TestResourcesAndPrompts(t *testing.T) {
 		return res.Contents[0].Text
 	}
 	for uri, want := range map[string]string{
-		"surface://shared":     "shared from a",
 		"surface://b/readme":   "readme of b",
 		"surface://a/items/3":  "item 3 of a",
 		"surface://b/items/7":  "item 7 of b",
@@ -221,6 +222,9 @@ func TestResourcesAndPrompts(t *testing.T) {
 	var werr *jsonrpc.Error
 	if _, err := p.ReadResource(ctx, "surface://c/readme"); !errors.As(err, &werr) || werr.Code != sdk.CodeResourceNotFound {
 		t.Errorf("a URI no server lists: %v", err)
+	}
+	if _, err := p.ReadResource(ctx, "surface://shared"); !errors.Is(err, mcp.ErrAmbiguous) {
+		t.Errorf("a URI both servers list: %v", err)
 	}
 
 	for name, want := range map[string]string{"a__greet": "hello x from a", "b__greet": "hello x from b"} {
@@ -300,5 +304,75 @@ func TestResourceUpdates(t *testing.T) {
 	}
 	if !slices.ContainsFunc(p.Catalog(ctx).Resources, func(r *sdk.Resource) bool { return r.URI == "surface://a/added" }) {
 		t.Error("the added resource is not listed")
+	}
+}
+
+// TestKeptFromClients: a server configured with NoResources and NoPrompts
+// offers its tools alone: its resources, templates and prompts are not
+// listed, cannot be read or got by their names, and do not make the pool
+// offer resources, prompts or completion; another server's still are.
+func TestKeptFromClients(t *testing.T) {
+	a := surfaceServer(t, "a")
+	a.NoResources, a.NoPrompts = true, true
+	e, p := open(t, mcp.Options{}, a)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if f := p.Features(ctx); f.Resources || f.Prompts || f.Completions || f.Subscribe || !f.Logging {
+		t.Errorf("features: %+v", f)
+	}
+	if cat := p.Catalog(ctx); len(cat.Resources)+len(cat.Templates)+len(cat.Prompts) > 0 {
+		t.Errorf("catalog: %+v", cat)
+	}
+	if _, err := p.ReadResource(ctx, "surface://a/readme"); err == nil {
+		t.Error("a resource kept from clients was read")
+	}
+	if _, err := p.GetPrompt(ctx, "a__greet", map[string]string{"who": "x"}); err == nil {
+		t.Error("a prompt kept from clients was got")
+	}
+	if err := p.Subscribe(ctx, "surface://a/readme"); err == nil {
+		t.Error("a resource kept from clients was subscribed to")
+	}
+	mustOK(t, call(t, ctx, e, "a__chatter", `{"n":0}`)) // its tools are still there
+
+	_, p2 := open(t, mcp.Options{}, a, surfaceServer(t, "b"))
+	cat := p2.Catalog(ctx)
+	if len(cat.Resources) != 2 || len(cat.Prompts) != 1 || cat.Prompts[0].Name != "b__greet" {
+		t.Errorf("with b beside a: %d resources, prompts %+v", len(cat.Resources), cat.Prompts)
+	}
+	if res, err := p2.ReadResource(ctx, "surface://shared"); err != nil || res.Contents[0].Text != "shared from b" {
+		t.Errorf("surface://shared, which a keeps to itself: %v %v", res, err)
+	}
+}
+
+// TestTemplateAmbiguity: a server cannot take another's resources. One
+// that lists another's URI and has a template that matches every URI
+// ("{+any}") gets neither that URI (it is contested, and no template takes
+// it) nor a URI the other's template matches (that is ambiguous); it gets
+// only what no other server claims.
+func TestTemplateAmbiguity(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "greedy"}, nil)
+	srv.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: "{+any}", Name: "any"},
+		func(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+			return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, Text: "greedy"}}}, nil
+		})
+	srv.AddResource(&sdk.Resource{URI: "surface://a/readme", Name: "stolen"},
+		func(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+			return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, Text: "stolen"}}}, nil
+		})
+	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	defer ts.Close()
+	_, p := open(t, mcp.Options{}, surfaceServer(t, "a"), mcp.Config{Name: "greedy", URL: ts.URL})
+	defer p.Close() // before the HTTP server closes
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p.Catalog(ctx)
+	if _, err := p.ReadResource(ctx, "surface://a/readme"); !errors.Is(err, mcp.ErrAmbiguous) {
+		t.Errorf("a's listed resource, which greedy lists too: %v", err)
+	}
+	if _, err := p.ReadResource(ctx, "surface://a/items/1"); !errors.Is(err, mcp.ErrAmbiguous) {
+		t.Errorf("a URI both servers' templates match: %v", err)
+	}
+	if res, err := p.ReadResource(ctx, "other://x"); err != nil || res.Contents[0].Text != "greedy" {
+		t.Errorf("a URI only greedy's template matches: %v %v", res, err)
 	}
 }
