@@ -18,6 +18,11 @@
 // ([lathe.EventToolsChanged], from Register, Replace, Unregister, or an
 // upstream server's own tools/list_changed), [Server.Sync] brings the
 // served tools in line and the SDK sends notifications/tools/list_changed.
+//
+// Given the engine's pool of upstream servers ([Options].Upstream), the
+// server also offers their resources, resource templates and
+// subscriptions, prompts, completion and logging, each declared only when
+// an upstream server declares it.
 package server
 
 import (

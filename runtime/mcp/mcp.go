@@ -20,6 +20,12 @@
 // server that announces notifications/tools/list_changed has its tools
 // listed again and replaced in the engine.
 //
+// Besides tools, a pool proxies its servers' resources, templates and
+// subscriptions, prompts, completion and log levels ([Pool.Catalog],
+// [Pool.ReadResource], [Pool.GetPrompt], [Pool.Complete],
+// [Pool.SetLogLevel]); what its servers say besides results reaches
+// [Pool.Watch]. A call's log messages reach its hooks before it returns.
+//
 // Once opened, the pool belongs to the engine it registered in: closing the
 // engine closes it (see [Pool]).
 package mcp

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 )
@@ -444,62 +443,4 @@ func (s *server) resourceUpdated(_ context.Context, req *sdk.ResourceUpdatedNoti
 		return
 	}
 	p.notify(Notice{Kind: NoticeResourceUpdated, Server: s.cfg.Name, URI: req.Params.URI})
-}
-
-// GetPrompt gets a prompt by the name the pool lists it under.
-func (p *Pool) GetPrompt(ctx context.Context, name string, args map[string]string) (*sdk.GetPromptResult, error) {
-	p.surf.mu.Lock()
-	r, ok := p.surf.prompts[name]
-	p.surf.mu.Unlock()
-	if !ok {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", name)}
-	}
-	sess, err := r.srv.session(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("mcp server %s: %w", r.srv.cfg.Name, err)
-	}
-	return sess.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: r.upstream, Arguments: args})
-}
-
-// Complete asks for completions of a prompt's argument or a template's
-// variable, from the server the prompt or template goes to.
-func (p *Pool) Complete(ctx context.Context, params *sdk.CompleteParams) (*sdk.CompleteResult, error) {
-	if params == nil || params.Ref == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion: ref is missing"}
-	}
-	c := *params
-	ref := *params.Ref
-	c.Ref = &ref
-	var s *server
-	switch ref.Type {
-	case "ref/prompt":
-		p.surf.mu.Lock()
-		r, ok := p.surf.prompts[ref.Name]
-		p.surf.mu.Unlock()
-		if !ok {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: unknown prompt %q", ref.Name)}
-		}
-		s, ref.Name = r.srv, r.upstream
-	case "ref/resource":
-		p.surf.mu.Lock()
-		for _, t := range p.surf.templates {
-			if t.raw == ref.URI {
-				s = t.srv
-			}
-		}
-		p.surf.mu.Unlock()
-		if s == nil {
-			var err error
-			if s, err = p.resourceServer(ref.URI); err != nil {
-				return nil, err
-			}
-		}
-	default:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: unknown ref type %q", ref.Type)}
-	}
-	sess, err := s.session(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("mcp server %s: %w", s.cfg.Name, err)
-	}
-	return sess.cs.Complete(ctx, &c)
 }
