@@ -158,7 +158,7 @@ func (s *Server) setLevel(ctx context.Context, ss *sdk.ServerSession, level stri
 	if watched {
 		return
 	}
-	s.wg.Go(func() {
+	s.goUnlessClosed(func() {
 		ss.Wait()
 		st.mu.Lock()
 		delete(st.watching, ss)
@@ -169,6 +169,18 @@ func (s *Server) setLevel(ctx context.Context, ss *sdk.ServerSession, level stri
 	})
 }
 
+// goUnlessClosed runs f on a goroutine that Close waits for, unless Close
+// has begun: Close stops taking sessions under s.mu before it waits, so
+// that no goroutine is added to a wait under way.
+func (s *Server) goUnlessClosed(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions == nil {
+		return
+	}
+	s.wg.Go(f)
+}
+
 // notice handles what an upstream server says besides results.
 func (s *Server) notice(n mcp.Notice) {
 	st := &s.surf
@@ -176,7 +188,7 @@ func (s *Server) notice(n mcp.Notice) {
 	case mcp.NoticeResourcesChanged, mcp.NoticePromptsChanged:
 		// Off the upstream's notification goroutine: listing again sends
 		// requests whose answers that goroutine must be free to read.
-		s.wg.Go(s.syncSurface)
+		s.goUnlessClosed(s.syncSurface)
 	case mcp.NoticeResourceUpdated:
 		ctx, cancel := context.WithTimeout(st.ctx, surfaceTimeout)
 		defer cancel()
