@@ -98,11 +98,18 @@ func Surface(name string) *sdk.Server {
 	return srv
 }
 
-// ServeSurface runs [Surface](name) over stdio until its client goes. A
-// test binary calls it from TestMain under its own environment switch. A
-// failure to serve is printed to stderr and exits 1.
+// ServeSurface runs [Surface](name) over stdio until its client goes,
+// with one more tool, "exit", that ends the process at once, as a crash
+// would. A test binary calls it from TestMain under its own environment
+// switch. A failure to serve is printed to stderr and exits 1.
 func ServeSurface(name string) {
-	if err := Surface(name).Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+	srv := Surface(name)
+	sdk.AddTool(srv, &sdk.Tool{Name: "exit", Description: "Ends the server's process."},
+		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			os.Exit(3)
+			return nil, nil, nil
+		})
+	if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -444,3 +444,29 @@ func (s *server) resourceUpdated(_ context.Context, req *sdk.ResourceUpdatedNoti
 	}
 	p.notify(Notice{Kind: NoticeResourceUpdated, Server: s.cfg.Name, URI: req.Params.URI})
 }
+
+// resume brings a restarted server's session in line with what the pool
+// holds: the subscriptions of its resources are made again, and the
+// watchers hear that its resources and prompts may have changed, since
+// the server that lists them now is another process.
+func (s *server) resume(sess *session) {
+	defer s.wg.Done()
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.startupTimeout())
+	defer cancel()
+	p := s.pool
+	p.surf.mu.Lock()
+	var uris []string
+	for uri, srv := range p.surf.subs {
+		if srv == s {
+			uris = append(uris, uri)
+		}
+	}
+	p.surf.mu.Unlock()
+	for _, uri := range uris {
+		if err := sess.cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
+			s.warn(fmt.Errorf("mcp server %s: subscribing again to %q after a restart: %w", s.cfg.Name, uri, err))
+		}
+	}
+	p.notify(Notice{Kind: NoticeResourcesChanged, Server: s.cfg.Name})
+	p.notify(Notice{Kind: NoticePromptsChanged, Server: s.cfg.Name})
+}

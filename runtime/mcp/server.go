@@ -205,6 +205,12 @@ func (s *server) connect(wait time.Duration, done chan struct{}) {
 	default:
 		s.sess = sess
 		refresh = s.started && !sameTools(s.tools, tools)
+		if s.started {
+			// A restarted server forgot its subscriptions, and may offer
+			// other resources and prompts (resources.go).
+			s.wg.Add(1)
+			go s.resume(sess)
+		}
 		s.started = true
 		s.tools = tools
 		s.wg.Add(1)

@@ -376,3 +376,44 @@ func TestTemplateAmbiguity(t *testing.T) {
 		t.Errorf("a URI only greedy's template matches: %v %v", res, err)
 	}
 }
+
+// TestSubscriptionSurvivesRestart: a server that crashed and was started
+// again is subscribed again to what the pool subscribed to, and the
+// watchers hear that its resources may have changed.
+func TestSubscriptionSurvivesRestart(t *testing.T) {
+	e, p := open(t, mcp.Options{}, surfaceServer(t, "a"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p.Catalog(ctx)
+	notices := make(chan mcp.Notice, 100)
+	defer p.Watch(func(n mcp.Notice) {
+		if n.Kind != mcp.NoticeLog {
+			notices <- n
+		}
+	})()
+	if err := p.Subscribe(ctx, "surface://a/readme"); err != nil {
+		t.Fatal(err)
+	}
+	if r := call(t, ctx, e, "a__exit", `{}`); !r.IsError || r.ErrorKind != tool.KindRuntimeFailure {
+		t.Fatalf("exit: %+v", r)
+	}
+	// The next call starts the server again; the subscription is made
+	// again before the watchers hear of the changed resources.
+	mustOK(t, call(t, ctx, e, "a__chatter", `{"n":0}`))
+	wait := func(kind mcp.NoticeKind, what string) {
+		t.Helper()
+		for {
+			select {
+			case n := <-notices:
+				if n.Kind == kind && n.Server == "a" {
+					return
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s never came", what)
+			}
+		}
+	}
+	wait(mcp.NoticeResourcesChanged, "the notice of the restarted server's resources")
+	mustOK(t, call(t, ctx, e, "a__touch", `{"uri":"surface://a/readme"}`))
+	wait(mcp.NoticeResourceUpdated, "the update of a resource subscribed to before the restart")
+}
