@@ -2,193 +2,22 @@ package oauth_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/lathe-tools/lathe/internal/oauthtest"
 	"github.com/lathe-tools/lathe/runtime/mcp/oauth"
 )
-
-// authServer is an authorization server in the test process: metadata
-// (RFC 8414), dynamic registration (RFC 7591), an authorization endpoint
-// that approves at once, and a token endpoint that checks PKCE and the
-// resource indicator and issues short-lived tokens and refresh tokens.
-type authServer struct {
-	t   *testing.T
-	srv *httptest.Server
-
-	mu          sync.Mutex
-	ttl         int // expires_in of issued tokens
-	registered  []string
-	codes       map[string]pending // code → what it was issued for
-	valid       map[string]bool    // access tokens
-	refresh     map[string]bool    // refresh tokens
-	refreshes   []url.Values       // refresh grant forms
-	exchanges   []url.Values       // code grant forms
-	authorizeQs []url.Values
-	n           int
-}
-
-type pending struct {
-	challenge, resource, client, redirect string
-}
-
-func newAuthServer(t *testing.T) *authServer {
-	a := &authServer{t: t, ttl: 3600, codes: map[string]pending{}, valid: map[string]bool{}, refresh: map[string]bool{}}
-	mux := http.NewServeMux()
-	a.srv = httptest.NewServer(mux)
-	t.Cleanup(a.srv.Close)
-	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(oauthex.AuthServerMeta{
-			Issuer:                            a.srv.URL,
-			AuthorizationEndpoint:             a.srv.URL + "/authorize",
-			TokenEndpoint:                     a.srv.URL + "/token",
-			RegistrationEndpoint:              a.srv.URL + "/register",
-			ResponseTypesSupported:            []string{"code"},
-			CodeChallengeMethodsSupported:     []string{"S256"},
-			TokenEndpointAuthMethodsSupported: []string{"none"},
-		})
-	})
-	mux.HandleFunc("POST /register", func(w http.ResponseWriter, r *http.Request) {
-		var m oauthex.ClientRegistrationMetadata
-		json.NewDecoder(r.Body).Decode(&m)
-		a.mu.Lock()
-		a.n++
-		id := fmt.Sprintf("client-%d", a.n)
-		a.registered = append(a.registered, id)
-		a.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		json.NewEncoder(w).Encode(map[string]any{"client_id": id, "redirect_uris": m.RedirectURIs, "token_endpoint_auth_method": "none"})
-	})
-	mux.HandleFunc("GET /authorize", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		a.mu.Lock()
-		a.authorizeQs = append(a.authorizeQs, q)
-		a.n++
-		code := fmt.Sprintf("code-%d", a.n)
-		if q.Get("code_challenge_method") == "S256" && q.Get("code_challenge") != "" {
-			a.codes[code] = pending{challenge: q.Get("code_challenge"), resource: q.Get("resource"), client: q.Get("client_id"), redirect: q.Get("redirect_uri")}
-		}
-		a.mu.Unlock()
-		to, _ := url.Parse(q.Get("redirect_uri"))
-		v := url.Values{"code": {code}, "state": {q.Get("state")}}
-		to.RawQuery = v.Encode()
-		http.Redirect(w, r, to.String(), http.StatusFound)
-	})
-	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
-		r.ParseForm()
-		f := r.PostForm
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		fail := func(code string) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			json.NewEncoder(w).Encode(map[string]string{"error": code})
-		}
-		switch f.Get("grant_type") {
-		case "authorization_code":
-			a.exchanges = append(a.exchanges, f)
-			p, ok := a.codes[f.Get("code")]
-			delete(a.codes, f.Get("code"))
-			sum := sha256.Sum256([]byte(f.Get("code_verifier")))
-			if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != p.challenge ||
-				f.Get("resource") != p.resource || f.Get("client_id") != p.client || f.Get("redirect_uri") != p.redirect {
-				fail("invalid_grant")
-				return
-			}
-		case "refresh_token":
-			a.refreshes = append(a.refreshes, f)
-			if !a.refresh[f.Get("refresh_token")] {
-				fail("invalid_grant")
-				return
-			}
-			delete(a.refresh, f.Get("refresh_token"))
-		default:
-			fail("unsupported_grant_type")
-			return
-		}
-		a.n++
-		at, rt := fmt.Sprintf("access-%d", a.n), fmt.Sprintf("refresh-%d", a.n)
-		a.valid[at], a.refresh[rt] = true, true
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": a.ttl, "refresh_token": rt})
-	})
-	return a
-}
-
-// resourceServer is an MCP server that requires a token of the
-// authorization server, with its protected-resource metadata (RFC 9728).
-type resourceServer struct {
-	srv  *httptest.Server
-	url  string
-	mu   sync.Mutex
-	seen []string // Authorization headers of accepted requests
-}
-
-func newResourceServer(t *testing.T, as *authServer) *resourceServer {
-	rs := &resourceServer{}
-	s := sdk.NewServer(&sdk.Implementation{Name: "notes", Version: "1"}, nil)
-	sdk.AddTool(s, &sdk.Tool{Name: "whoami"}, func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil, nil
-	})
-	mcpHandler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{Stateless: true})
-	mux := http.NewServeMux()
-	rs.srv = httptest.NewServer(mux)
-	t.Cleanup(rs.srv.Close)
-	rs.url = rs.srv.URL + "/mcp"
-	verify := func(_ context.Context, tok string, r *http.Request) (*auth.TokenInfo, error) {
-		as.mu.Lock()
-		ok := as.valid[tok]
-		as.mu.Unlock()
-		if !ok {
-			return nil, auth.ErrInvalidToken
-		}
-		rs.mu.Lock()
-		rs.seen = append(rs.seen, r.Header.Get("Authorization"))
-		rs.mu.Unlock()
-		return &auth.TokenInfo{Expiration: time.Now().Add(time.Hour)}, nil
-	}
-	prmURL := rs.srv.URL + "/.well-known/oauth-protected-resource/mcp"
-	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prmURL})(mcpHandler))
-	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-		Resource: rs.url, AuthorizationServers: []string{as.srv.URL},
-	}))
-	return rs
-}
-
-// browser is what a person's browser does with the authorization URL: it
-// follows the authorization server's redirect to the loopback listener.
-func browser(t *testing.T) func(ctx context.Context, u string) error {
-	return func(ctx context.Context, u string) error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("the loopback listener answered %s", resp.Status)
-		}
-		return nil
-	}
-}
 
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -197,9 +26,9 @@ func testContext(t *testing.T) context.Context {
 }
 
 // call connects to the resource server with the handler and calls its tool.
-func call(ctx context.Context, rs *resourceServer, h auth.OAuthHandler) error {
+func call(ctx context.Context, rs *oauthtest.ResourceServer, h auth.OAuthHandler) error {
 	c := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: rs.url, OAuthHandler: h, MaxRetries: -1}, nil)
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: rs.URL, OAuthHandler: h, MaxRetries: -1}, nil)
 	if err != nil {
 		return err
 	}
@@ -210,25 +39,25 @@ func call(ctx context.Context, rs *resourceServer, h auth.OAuthHandler) error {
 
 func TestLoginDiscoversRegistersAndExchangesWithPKCE(t *testing.T) {
 	ctx := testContext(t)
-	as := newAuthServer(t)
-	rs := newResourceServer(t, as)
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as)
 	store := oauth.OpenStore(filepath.Join(t.TempDir(), "oauth"))
 	ws := t.TempDir()
 
-	rec, err := oauth.Login(ctx, oauth.Options{Workspace: ws, Server: "notes", URL: rs.url, Store: store, Open: browser(t)}, nil)
+	rec, err := oauth.Login(ctx, oauth.Options{Workspace: ws, Server: "notes", URL: rs.URL, Store: store, Open: oauthtest.Browser()}, nil)
 	if err != nil {
 		t.Fatalf("Login: %v", err)
 	}
-	as.mu.Lock()
-	registered, qs, exchanges := as.registered, as.authorizeQs, as.exchanges
-	as.mu.Unlock()
+	as.Mu.Lock()
+	registered, qs, exchanges := as.Registered, as.AuthorizeQs, as.Exchanges
+	as.Mu.Unlock()
 	if len(registered) != 1 || rec.ClientID != registered[0] {
 		t.Errorf("registered %v, record's client %q: want one dynamic registration, used", registered, rec.ClientID)
 	}
-	if len(qs) != 1 || qs[0].Get("code_challenge_method") != "S256" || qs[0].Get("resource") != rs.url {
-		t.Fatalf("authorization requests %v: want one, with an S256 challenge and resource %s", qs, rs.url)
+	if len(qs) != 1 || qs[0].Get("code_challenge_method") != "S256" || qs[0].Get("resource") != rs.URL {
+		t.Fatalf("authorization requests %v: want one, with an S256 challenge and resource %s", qs, rs.URL)
 	}
-	if len(exchanges) != 1 || exchanges[0].Get("code_verifier") == "" || exchanges[0].Get("resource") != rs.url {
+	if len(exchanges) != 1 || exchanges[0].Get("code_verifier") == "" || exchanges[0].Get("resource") != rs.URL {
 		t.Fatalf("code exchanges %v: want one with the verifier and the resource", exchanges)
 	}
 	if !strings.HasPrefix(qs[0].Get("redirect_uri"), "http://127.0.0.1:") {
@@ -244,82 +73,82 @@ func TestLoginDiscoversRegistersAndExchangesWithPKCE(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("record mode %v, want 0600", fi.Mode().Perm())
 	}
-	h, err := oauth.NewHandler(oauth.Options{Workspace: ws, Server: "notes", URL: rs.url, Store: store})
+	h, err := oauth.NewHandler(oauth.Options{Workspace: ws, Server: "notes", URL: rs.URL, Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := call(ctx, rs, h); err != nil {
 		t.Fatalf("call with the stored token: %v", err)
 	}
-	rs.mu.Lock()
-	last := rs.seen[len(rs.seen)-1]
-	rs.mu.Unlock()
+	rs.Mu.Lock()
+	last := rs.Seen[len(rs.Seen)-1]
+	rs.Mu.Unlock()
 	if last != "Bearer "+rec.AccessToken {
 		t.Errorf("server saw %q, want the stored token", last)
 	}
-	as.mu.Lock()
-	if len(as.authorizeQs) != 1 {
-		t.Errorf("the stored token's use ran the flow again (%d authorizations)", len(as.authorizeQs))
+	as.Mu.Lock()
+	if len(as.AuthorizeQs) != 1 {
+		t.Errorf("the stored token's use ran the flow again (%d authorizations)", len(as.AuthorizeQs))
 	}
-	as.mu.Unlock()
+	as.Mu.Unlock()
 
 	// Another workspace, or another URL, does not get the token.
 	for _, other := range []oauth.Options{
-		{Workspace: t.TempDir(), Server: "notes", URL: rs.url, Store: store},
-		{Workspace: ws, Server: "notes", URL: rs.srv.URL + "/other", Store: store},
+		{Workspace: t.TempDir(), Server: "notes", URL: rs.URL, Store: store},
+		{Workspace: ws, Server: "notes", URL: rs.Srv.URL + "/other", Store: store},
 	} {
 		h, err := oauth.NewHandler(other)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if h.Record() != nil {
-			t.Errorf("%s at %s got the token of notes at %s", other.Workspace, other.URL, rs.url)
+			t.Errorf("%s at %s got the token of notes at %s", other.Workspace, other.URL, rs.URL)
 		}
 	}
 }
 
 func TestExpiredTokenIsRefreshedWithTheResource(t *testing.T) {
 	ctx := testContext(t)
-	as := newAuthServer(t)
-	as.ttl = 5 // under the handler's margin: expired as soon as it is issued
-	rs := newResourceServer(t, as)
+	as := oauthtest.NewAuthServer(t)
+	as.TTL = 5 // under the handler's margin: expired as soon as it is issued
+	rs := oauthtest.NewResourceServer(t, as)
 	store := oauth.OpenStore(filepath.Join(t.TempDir(), "oauth"))
 	ws := t.TempDir()
-	rec, err := oauth.Login(ctx, oauth.Options{Workspace: ws, Server: "notes", URL: rs.url, Store: store, Open: browser(t)}, nil)
+	rec, err := oauth.Login(ctx, oauth.Options{Workspace: ws, Server: "notes", URL: rs.URL, Store: store, Open: oauthtest.Browser()}, nil)
 	if err != nil {
 		t.Fatalf("Login: %v", err)
 	}
-	as.mu.Lock()
-	before := len(as.refreshes)
-	as.mu.Unlock()
-	h, err := oauth.NewHandler(oauth.Options{Workspace: ws, Server: "notes", URL: rs.url, Store: store})
+	as.Mu.Lock()
+	before := len(as.Refreshes)
+	as.Mu.Unlock()
+	h, err := oauth.NewHandler(oauth.Options{Workspace: ws, Server: "notes", URL: rs.URL, Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := call(ctx, rs, h); err != nil {
 		t.Fatalf("call after expiry: %v", err)
 	}
-	as.mu.Lock()
-	refreshes := as.refreshes[before:]
-	as.mu.Unlock()
+	as.Mu.Lock()
+	refreshes := as.Refreshes[before:]
+	as.Mu.Unlock()
 	if len(refreshes) == 0 {
 		t.Fatal("the expired token was not refreshed")
 	}
 	f := refreshes[0]
-	if f.Get("refresh_token") != rec.RefreshToken || f.Get("resource") != rs.url || f.Get("client_id") != rec.ClientID {
-		t.Errorf("refresh form %v: want the stored refresh token, resource %s and client %s", f, rs.url, rec.ClientID)
+	if f.Get("refresh_token") != rec.RefreshToken || f.Get("resource") != rs.URL || f.Get("client_id") != rec.ClientID {
+		t.Errorf("refresh form %v: want the stored refresh token, resource %s and client %s", f, rs.URL, rec.ClientID)
 	}
 	// The rotated refresh token is saved: the old one is spent.
-	saved, err := store.Load(ws, "notes", rs.url)
+	saved, err := store.Load(ws, "notes", rs.URL)
 	if err != nil || saved == nil {
 		t.Fatalf("Load: %v, %v", saved, err)
 	}
 	if saved.RefreshToken == rec.RefreshToken || saved.AccessToken == rec.AccessToken {
 		t.Errorf("the store still holds the spent tokens")
 	}
-	rs.mu.Lock()
-	last := rs.seen[len(rs.seen)-1]
-	rs.mu.Unlock()
+	rs.Mu.Lock()
+	last := rs.Seen[len(rs.Seen)-1]
+	rs.Mu.Unlock()
 	if last != "Bearer "+saved.AccessToken {
 		t.Errorf("server saw %q, want the refreshed token", last)
 	}
@@ -327,16 +156,16 @@ func TestExpiredTokenIsRefreshedWithTheResource(t *testing.T) {
 
 func TestRefusedTokenWithoutFlowSaysHowToLogIn(t *testing.T) {
 	ctx := testContext(t)
-	as := newAuthServer(t)
-	rs := newResourceServer(t, as)
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as)
 	store := oauth.OpenStore(filepath.Join(t.TempDir(), "oauth"))
 	ws := t.TempDir()
-	rec := &oauth.Record{Workspace: ws, Server: "notes", Resource: rs.url, TokenURL: as.srv.URL + "/token",
+	rec := &oauth.Record{Workspace: ws, Server: "notes", Resource: rs.URL, TokenURL: as.Srv.URL + "/token",
 		ClientID: "c", AccessToken: "revoked-access-secret", RefreshToken: "revoked-refresh-secret", Expiry: time.Now().Add(-time.Hour)}
 	if err := store.Save(rec); err != nil {
 		t.Fatal(err)
 	}
-	h, err := oauth.NewHandler(oauth.Options{Workspace: ws, Server: "notes", URL: rs.url, Store: store, LoginHint: "run lathe auth login notes"})
+	h, err := oauth.NewHandler(oauth.Options{Workspace: ws, Server: "notes", URL: rs.URL, Store: store, LoginHint: "run lathe auth login notes"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,17 +176,17 @@ func TestRefusedTokenWithoutFlowSaysHowToLogIn(t *testing.T) {
 	if strings.Contains(err.Error(), "secret") {
 		t.Errorf("the error shows a token: %v", err)
 	}
-	as.mu.Lock()
-	if len(as.refreshes) != 1 {
-		t.Errorf("%d refreshes, want the one that failed", len(as.refreshes))
+	as.Mu.Lock()
+	if len(as.Refreshes) != 1 {
+		t.Errorf("%d refreshes, want the one that failed", len(as.Refreshes))
 	}
-	as.mu.Unlock()
+	as.Mu.Unlock()
 }
 
 func TestCallbackTakesOnlyItsStateAndOnlyOnce(t *testing.T) {
 	ctx := testContext(t)
-	as := newAuthServer(t)
-	rs := newResourceServer(t, as)
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as)
 	var wrong, again int
 	// Before the person's browser comes back, another local program sends
 	// the listener a code of its own, with a state it guessed; after it,
@@ -390,7 +219,7 @@ func TestCallbackTakesOnlyItsStateAndOnlyOnce(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := oauth.Login(ctx, oauth.Options{Workspace: t.TempDir(), Server: "notes", URL: rs.url, Open: open}, nil); err != nil {
+	if _, err := oauth.Login(ctx, oauth.Options{Workspace: t.TempDir(), Server: "notes", URL: rs.URL, Open: open}, nil); err != nil {
 		t.Fatalf("Login: %v", err)
 	}
 	if wrong != http.StatusBadRequest {
@@ -399,9 +228,9 @@ func TestCallbackTakesOnlyItsStateAndOnlyOnce(t *testing.T) {
 	if again != http.StatusGone {
 		t.Errorf("a second callback with the right state got %d, want 410", again)
 	}
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	for _, f := range as.exchanges {
+	as.Mu.Lock()
+	defer as.Mu.Unlock()
+	for _, f := range as.Exchanges {
 		if f.Get("code") == "planted" {
 			t.Error("the planted code was exchanged")
 		}
@@ -410,8 +239,8 @@ func TestCallbackTakesOnlyItsStateAndOnlyOnce(t *testing.T) {
 
 func TestWrongStateAloneFailsTheFlow(t *testing.T) {
 	ctx := testContext(t)
-	as := newAuthServer(t)
-	rs := newResourceServer(t, as)
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as)
 	open := func(ctx context.Context, u string) error {
 		au, _ := url.Parse(u)
 		resp, err := http.Get(au.Query().Get("redirect_uri") + "?code=planted&state=guessed")
@@ -420,14 +249,14 @@ func TestWrongStateAloneFailsTheFlow(t *testing.T) {
 		}
 		return err
 	}
-	_, err := oauth.Login(ctx, oauth.Options{Workspace: t.TempDir(), Server: "notes", URL: rs.url, Open: open, CallbackTimeout: 300 * time.Millisecond}, nil)
+	_, err := oauth.Login(ctx, oauth.Options{Workspace: t.TempDir(), Server: "notes", URL: rs.URL, Open: open, CallbackTimeout: 300 * time.Millisecond}, nil)
 	if err == nil || !strings.Contains(err.Error(), "no authorization came back") {
 		t.Fatalf("Login with only a wrong-state callback: %v, want a timeout", err)
 	}
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	if len(as.exchanges) != 0 {
-		t.Errorf("%d code exchanges after a wrong state, want none", len(as.exchanges))
+	as.Mu.Lock()
+	defer as.Mu.Unlock()
+	if len(as.Exchanges) != 0 {
+		t.Errorf("%d code exchanges after a wrong state, want none", len(as.Exchanges))
 	}
 }
 
