@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -74,7 +75,7 @@ func newAuthLoginCmd(g *globals) *cobra.Command {
 			opts.CallbackTimeout = timeout
 			opts.Open = func(_ context.Context, u string) error {
 				fmt.Fprintf(g.streams.Err, "Open this URL in a browser to authorize lathe at the MCP server %s:\n\n  %s\n\nWaiting for the authorization (up to %s)…\n",
-					s.Name, u, timeout)
+					s.Name, printableURL(u), timeout)
 				return nil
 			}
 			rec, err := oauth.Login(cmd.Context(), opts, s.Headers)
@@ -189,4 +190,21 @@ func newAuthStatusCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// printableURL writes every byte of u that is not printable ASCII as a
+// percent escape. The URL is built from the authorization server's
+// metadata, which is the server's to write: an escape sequence or a
+// right-to-left mark in it must neither act on the terminal nor make the
+// URL read as another. A browser reads the escaped URL as the same one.
+func printableURL(u string) string {
+	var b strings.Builder
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; c <= ' ' || c >= 0x7f {
+			fmt.Fprintf(&b, "%%%02X", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }

@@ -135,3 +135,10 @@ func TestAuthLoginUnknownServer(t *testing.T) {
 		t.Errorf("exit %d, stderr %s", code, errs.String())
 	}
 }
+
+func TestPrintableURL(t *testing.T) {
+	got := printableURL("https://as.example/auth\x1b]0;owned\x07?x=\u202egood")
+	if want := "https://as.example/auth%1B]0;owned%07?x=%E2%80%AEgood"; got != want {
+		t.Errorf("printableURL = %q, want %q", got, want)
+	}
+}
