@@ -263,6 +263,11 @@ func token(r *Record) *oauth2.Token {
 func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	if h.opts.Open == nil {
 		resp.Body.Close()
+		if resp.StatusCode == http.StatusForbidden && !insufficientScope(resp) {
+			// A plain 403 is the server's answer, not a request for a
+			// token: the transport tries once more and reports it.
+			return nil
+		}
 		msg := fmt.Sprintf("the MCP server %s at %s asks for authorization (HTTP %d)", h.opts.Server, h.opts.URL, resp.StatusCode)
 		h.mu.Lock()
 		if h.rec != nil {
@@ -283,6 +288,21 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		return fmt.Errorf("authorizing at the MCP server %s: %w", h.opts.Server, clean(err))
 	}
 	return nil
+}
+
+// insufficientScope reports whether a 403 asks for more scope (step-up
+// authorization), which a new login can give.
+func insufficientScope(resp *http.Response) bool {
+	cs, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	if err != nil {
+		return false
+	}
+	for _, c := range cs {
+		if strings.EqualFold(c.Scheme, "bearer") && c.Params["error"] == "insufficient_scope" {
+			return true
+		}
+	}
+	return false
 }
 
 // flowHandler returns the go-sdk handler that runs the flow, made at the

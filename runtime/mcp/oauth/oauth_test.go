@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -266,5 +267,28 @@ func TestRecordPrintsNoSecret(t *testing.T) {
 		if strings.Contains(s, "secret") {
 			t.Errorf("printed record shows a secret: %s", s)
 		}
+	}
+}
+
+// A plain 403 is the server's refusal of the request, not a question of
+// authorization: it is reported as it is, not as a need to log in.
+func TestForbiddenIsNotALoginMatter(t *testing.T) {
+	ctx := testContext(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "not for you", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	store := oauth.OpenStore(filepath.Join(t.TempDir(), "oauth"))
+	ws := t.TempDir()
+	if err := store.Save(&oauth.Record{Workspace: ws, Server: "notes", Resource: srv.URL + "/mcp", AccessToken: "at"}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := oauth.NewHandler(oauth.Options{Workspace: ws, Server: "notes", URL: srv.URL + "/mcp", Store: store, LoginHint: "run lathe auth login notes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = call(ctx, &oauthtest.ResourceServer{URL: srv.URL + "/mcp"}, h)
+	if err == nil || errors.Is(err, oauth.ErrLoginRequired) {
+		t.Errorf("call answered 403: %v, want an error that is not ErrLoginRequired", err)
 	}
 }
