@@ -292,3 +292,38 @@ func TestForbiddenIsNotALoginMatter(t *testing.T) {
 		t.Errorf("call answered 403: %v, want an error that is not ErrLoginRequired", err)
 	}
 }
+
+// A token endpoint that echoes what it was sent in its error does not get
+// the refresh token into lathe's messages.
+func TestRefreshErrorCarriesNoSecret(t *testing.T) {
+	var form url.Values
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		form = r.PostForm
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"error":"server_error","error_description":"cannot use %s","echo":%q}`, r.PostForm.Get("refresh_token"), r.PostForm.Encode())
+	}))
+	defer srv.Close()
+	store := oauth.OpenStore(filepath.Join(t.TempDir(), "oauth"))
+	rec := &oauth.Record{Workspace: "/ws", Server: "notes", Resource: "https://notes.example/mcp", TokenURL: srv.URL,
+		ClientID: "c", ClientSecret: "CS-secret-value", AccessToken: "AT-secret-value", RefreshToken: "RT-secret-value", Expiry: time.Now().Add(-time.Minute)}
+	if err := store.Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	h, err := oauth.NewHandler(oauth.Options{Workspace: "/ws", Server: "notes", URL: rec.Resource, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := h.TokenSource(context.Background())
+	_, err = ts.Token()
+	if err == nil {
+		t.Fatal("a refused refresh gave a token")
+	}
+	if form.Get("refresh_token") != "RT-secret-value" {
+		t.Fatalf("the endpoint got %v, not the refresh", form)
+	}
+	if strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "server_error") {
+		t.Errorf("refresh error %q: want the error code, no secret", err)
+	}
+}
