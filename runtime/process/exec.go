@@ -22,9 +22,13 @@ type spawnSpec struct {
 }
 
 // spawn runs one call's process through [Start] and waits until it and its
-// group are gone. The result is never nil.
+// group are gone. The result is never nil. Without process groups it fails:
+// a tool's call could not be ended with everything it started.
 func spawn(ctx context.Context, s spawnSpec) (*result, error) {
 	res := &result{}
+	if !haveGroups {
+		return res, errNoUnix
+	}
 	cmd := &exec.Cmd{Path: s.path, Args: s.argv, Dir: s.dir, Env: s.env}
 	if s.stdin != nil {
 		cmd.Stdin = bytes.NewReader(s.stdin)

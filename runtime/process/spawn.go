@@ -206,5 +206,6 @@ func (p *Proc) runCleanup() {
 // supervising init to end a process before it kills the init itself.
 const forceBackstop = time.Second
 
-// errNoUnix is the error of Start where there are no process groups.
-var errNoUnix = errors.New("starting processes needs a Unix system")
+// errNoUnix is the process runtime's error where there are no process
+// groups.
+var errNoUnix = errors.New("the process runtime needs a Unix system")

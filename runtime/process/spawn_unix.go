@@ -11,6 +11,10 @@ import (
 	"github.com/lathe-tools/lathe/sandbox"
 )
 
+// haveGroups reports whether the system has process groups and signals,
+// which the process runtime needs to end a tool with what it started.
+const haveGroups = true
+
 const (
 	sigTerm = syscall.SIGTERM
 	sigKill = syscall.SIGKILL
