@@ -7,6 +7,7 @@ import (
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/tools"
+	"github.com/lathe-tools/lathe/tools/command"
 )
 
 // openEngine loads the configuration of the workspace and returns an engine
@@ -44,11 +45,17 @@ func (g *globals) openEngine() (*lathe.Engine, error) {
 			ResolvePath:    w.Resolve,
 		},
 	})
-	std, err := tools.Standard(ws, tools.Options{Describe: e.Lookup, Command: commandSandbox(cfg, ws)})
+	std, err := tools.Standard(ws, tools.Options{Describe: e.Lookup})
 	if err != nil {
 		e.Close()
 		return nil, err
 	}
+	rc, err := command.New(ws, *commandSandbox(cfg, ws))
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	std = append(std, rc)
 	all := append(std, g.extra...)
 	known := make(map[string]bool, len(all))
 	for _, t := range all {

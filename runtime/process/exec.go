@@ -19,6 +19,7 @@ type spawnSpec struct {
 	grace  time.Duration
 	// sandbox, if set, rewrites the command before it starts.
 	sandbox func(*exec.Cmd) (func(), error)
+	merge   bool // standard error goes to standard output
 }
 
 // spawn runs one call's process through [Start] and waits until it and its
@@ -37,6 +38,11 @@ func spawn(ctx context.Context, s spawnSpec) (*result, error) {
 	errTail := &tailBuffer{max: stderrTail}
 	cmd.Stdout = out
 	cmd.Stderr = errTail
+	if s.merge {
+		// The same writer for both: os/exec then uses one pipe, and
+		// the two streams stay in the order they were written.
+		cmd.Stderr = out
+	}
 	p, err := Start(ctx, cmd, StartOptions{GracePeriod: s.grace, Sandbox: s.sandbox})
 	if err != nil {
 		if ctx.Err() != nil {
