@@ -19,13 +19,20 @@
 // [Command].Shell is set, and even then the values reach it as positional
 // parameters, never as code.
 //
-// Every call runs in a process group of its own, in the workspace root, with
-// a minimal environment ([DefaultEnv] plus the names the command lists). When
-// the call's context ends, the group gets SIGTERM, and SIGKILL after
-// [Options].GracePeriod; when the tool's main process exits, whatever it left
-// running in its group is killed. Standard output is capped
-// ([Options].MaxOutputBytes): past the cap the group is killed and the call
-// fails. Standard error is for logs; its tail goes into failures.
+// Every call runs in a session and process group of its own, in the
+// workspace root, with a minimal environment ([DefaultEnv] plus the names
+// the command lists). When the call's context ends, the group gets SIGTERM,
+// and after [Options].GracePeriod the tool and everything it started are
+// killed; when the tool's main process exits, whatever it left running is
+// killed. Standard output is capped ([Options].MaxOutputBytes): past the cap
+// the tool is killed and the call fails. Standard error is for logs; its
+// tail goes into failures.
+//
+// [Start] is that way of starting a process, and lathe's only one: process
+// tools, run_command (package tools/command) and the commands of MCP
+// servers all start through it. A library user who writes a runtime of his
+// own starts its processes with it too, and builds their environment with
+// [Env], so that they follow the same rules.
 //
 // [Describe] and [Cache] ask a binary for the definitions of its tools,
 // with the same [Options], sandbox included, as its calls.

@@ -253,3 +253,21 @@ func TestStartSandboxError(t *testing.T) {
 		t.Error("the command ran unconfined")
 	}
 }
+
+// DefaultEnv returns a copy: changing it widens nothing.
+func TestDefaultEnvIsACopy(t *testing.T) {
+	env := process.DefaultEnv()
+	env[0] = "LATHE_TEST_SECRET"
+	_ = append(env[:1], "AWS_SECRET_ACCESS_KEY")
+	for _, n := range process.DefaultEnv() {
+		if strings.Contains(n, "SECRET") {
+			t.Fatalf("DefaultEnv changed through a returned slice: %v", process.DefaultEnv())
+		}
+	}
+	t.Setenv("LATHE_TEST_SECRET", "hunter2")
+	for _, kv := range process.Env(nil, nil) {
+		if strings.Contains(kv, "hunter2") {
+			t.Fatalf("Env passed %s", kv)
+		}
+	}
+}
