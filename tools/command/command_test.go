@@ -239,3 +239,48 @@ func TestRunCommandHardened(t *testing.T) {
 		t.Fatal("the hardened profile ran without runsc")
 	}
 }
+
+// The recipe of docs/security.md for builds under the standard profile: Go's
+// caches in a directory outside the workspace that the sandbox may write,
+// named by variables that pass through. A build fills the cache there, and
+// leaves nothing but its binary in the workspace.
+func TestRunCommandGoBuildRecipe(t *testing.T) {
+	standardWorks(t)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	cache := t.TempDir()
+	for _, kv := range [][2]string{{"GOCACHE", "go-build"}, {"GOMODCACHE", "go-mod"}, {"GOPATH", "go"}} {
+		t.Setenv(kv[0], filepath.Join(cache, kv[1]))
+	}
+	t.Setenv("GOFLAGS", "-mod=readonly")
+	t.Setenv("GOTOOLCHAIN", "local")
+	ws := t.TempDir()
+	for name, text := range map[string]string{
+		"go.mod":  "module example.com/hello\n\ngo 1.21\n",
+		"main.go": "package main\n\nfunc main() { println(\"hello\") }\n",
+	} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEngine(t, ws, sandbox.Config{
+		Limits: sandbox.Limits{Wall: 50 * time.Second, Memory: 4 << 30},
+		Perms: sandbox.Permissions{Read: []string{filepath.Dir(filepath.Dir(goBin))}, Write: []string{cache},
+			Env: []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS", "GOTOOLCHAIN"}},
+	})
+	r := run(t, e, "go build -o hello . && ./hello")
+	if r.IsError || !strings.Contains(r.Text(), "hello") {
+		t.Fatalf("the build failed: %s %s", r.ErrorKind, r.Text())
+	}
+	if entries, _ := os.ReadDir(filepath.Join(cache, "go-build")); len(entries) == 0 {
+		t.Error("the build cache stayed empty: the variables did not reach the build")
+	}
+	entries, _ := os.ReadDir(ws)
+	for _, e := range entries {
+		if n := e.Name(); n != "go.mod" && n != "main.go" && n != "hello" && n != ".lathe" {
+			t.Errorf("the build left %s in the workspace", n)
+		}
+	}
+}
