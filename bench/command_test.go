@@ -19,7 +19,8 @@ import (
 // BenchmarkRunCommand calls run_command with "echo ok" through the engine
 // under the dev and standard profiles, against the floor: a bare os/exec of
 // /bin/sh -c 'echo ok' in the same directory with the minimal environment,
-// timed in the same run in alternating rounds (compare).
+// timed in the same run in alternating rounds, with the processor time of
+// each side (cpuCompare).
 func BenchmarkRunCommand(b *testing.B) {
 	ws := b.TempDir()
 	floor := func() {
@@ -44,7 +45,7 @@ func BenchmarkRunCommand(b *testing.B) {
 				b.Fatal(err)
 			}
 			args := json.RawMessage(`{"command":"echo ok"}`)
-			compare(b, 1, floor, func() {
+			cpuCompare(b, floor, func() {
 				out := e.Call(context.Background(), &tool.Call{Name: "run_command", Arguments: args})
 				if out.Result == nil || out.Result.IsError || !strings.Contains(out.Result.Text(), "ok") {
 					b.Skipf("run_command under %s: %+v", p, out.Result)
