@@ -239,7 +239,7 @@ func (s *server) start() (*session, []upTool, error) {
 			MaxRetries: 2,
 		}
 	}
-	cs, err := s.client.Connect(ctx, t, nil)
+	cs, err := s.client.Connect(ctx, s.withTraffic(ctx, t), nil)
 	if err != nil {
 		sess.shut()
 		return nil, nil, s.startError("starting", ctx, err)
