@@ -216,8 +216,20 @@ func (s source) Token() (*oauth2.Token, error) {
 	if r == nil {
 		return nil, &oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: "no token"}
 	}
-	if r.Expiry.IsZero() || time.Now().Add(expiryMargin).Before(r.Expiry) {
+	if fresh(r) {
 		return token(r), nil
+	}
+	if h.opts.Store != nil {
+		// Another lathe of the same workspace (a lathe serve beside a
+		// lathe call) may have refreshed first: refresh tokens are often
+		// good for one use, so take its token rather than spend a stale
+		// refresh token.
+		if cur, err := h.opts.Store.Load(r.Workspace, r.Server, r.Resource); err == nil && cur != nil && cur.AccessToken != r.AccessToken {
+			h.rec, r = cur, cur
+			if fresh(r) {
+				return token(r), nil
+			}
+		}
 	}
 	if r.RefreshToken == "" {
 		// The transport sends the request without a token; the server's
@@ -247,6 +259,11 @@ func (s source) Token() (*oauth2.Token, error) {
 		}
 	}
 	return token(nr), nil
+}
+
+// fresh reports whether r's access token is good for a while yet.
+func fresh(r *Record) bool {
+	return r.Expiry.IsZero() || time.Now().Add(expiryMargin).Before(r.Expiry)
 }
 
 func token(r *Record) *oauth2.Token {

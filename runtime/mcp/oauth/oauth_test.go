@@ -327,3 +327,46 @@ func TestRefreshErrorCarriesNoSecret(t *testing.T) {
 		t.Errorf("refresh error %q: want the error code, no secret", err)
 	}
 }
+
+// Two lathe processes of one workspace share the store: the one that
+// refreshes second takes the first one's token instead of spending a
+// refresh token the server has already rotated.
+func TestRefreshedTokenIsSharedThroughTheStore(t *testing.T) {
+	ctx := testContext(t)
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as)
+	store := oauth.OpenStore(filepath.Join(t.TempDir(), "oauth"))
+	ws := t.TempDir()
+	opts := oauth.Options{Workspace: ws, Server: "notes", URL: rs.URL, Store: store}
+	lopts := opts
+	lopts.Open = oauthtest.Browser()
+	if _, err := oauth.Login(ctx, lopts, nil); err != nil {
+		t.Fatalf("Login: %v", err)
+	}
+	// Both processes load the token, which then expires.
+	rec, _ := store.Load(ws, "notes", rs.URL)
+	rec.Expiry = time.Now().Add(-time.Minute)
+	if err := store.Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := oauth.NewHandler(opts)
+	second, _ := oauth.NewHandler(opts)
+	ts1, _ := first.TokenSource(ctx)
+	t1, err := ts1.Token()
+	if err != nil {
+		t.Fatalf("first refresh: %v", err)
+	}
+	ts2, _ := second.TokenSource(ctx)
+	t2, err := ts2.Token()
+	if err != nil {
+		t.Fatalf("second process: %v", err)
+	}
+	if t2.AccessToken != t1.AccessToken {
+		t.Errorf("second process got %q, want the first one's refreshed token", t2.AccessToken)
+	}
+	as.Mu.Lock()
+	defer as.Mu.Unlock()
+	if len(as.Refreshes) != 1 {
+		t.Errorf("%d refreshes, want 1", len(as.Refreshes))
+	}
+}
