@@ -203,8 +203,15 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport
 	}
 	resp, err := base.RoundTrip(req)
-	if err != nil || !listing || resp.Body == nil {
+	if err != nil || resp.Body == nil {
 		return resp, err
+	}
+	if !listing {
+		// A call waits for the log messages of its stream (logging.go).
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			resp.Body = &countBody{ReadCloser: resp.Body, order: &t.cap.order}
+		}
+		return resp, nil
 	}
 	resp.Body = &sniffBody{ReadCloser: resp.Body, cap: t.cap,
 		stream: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
@@ -283,5 +290,6 @@ func (b *sniffBody) line() ([]byte, error) {
 func (b *sniffBody) decode(data []byte) {
 	if m, err := jsonrpc.DecodeMessage(data); err == nil {
 		b.cap.received(m)
+		b.cap.order.noteRead(m) // logging.go
 	}
 }

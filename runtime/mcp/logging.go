@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -25,7 +27,10 @@ import (
 // queue for their handler: a log message sent just before the result
 // would otherwise find its call gone, and miss its client. So a call, once
 // answered, waits (up to settleTimeout) until the log and progress
-// notifications read before its answer are handled. A message that
+// notifications read before its answer are handled. They are counted as
+// they are read: off a stdio connection (captureConn), or off the event
+// streams of a server over HTTP (countBody), since the SDK's HTTP
+// connection cannot be wrapped without losing what it tells the session. A message that
 // belongs to no call — the server sent it while none of its calls ran —
 // reaches the pool's watchers as [NoticeLog]; one sent while calls are in
 // flight that none of them claims stays in lathe's own log, since it may
@@ -97,6 +102,12 @@ func (o *order) settle(ctx context.Context) {
 		select {
 		case <-wake:
 		case <-timer.C:
+			// What was not handled by now never will be (the SDK dropped
+			// it as malformed): the count starts again from here, so that
+			// later calls do not wait for it too.
+			o.mu.Lock()
+			o.handled = max(o.handled, target)
+			o.mu.Unlock()
 			return
 		case <-ctx.Done():
 			timer.Stop()
@@ -263,5 +274,63 @@ func (s *server) levelInMeta(next sdk.MethodHandler) sdk.MethodHandler {
 			params.SetMeta(meta)
 		}
 		return next(ctx, method, req)
+	}
+}
+
+// countBody passes on an event stream from a server over streamable HTTP
+// as it is, and counts the log and progress notifications of its data
+// lines, as a stdio connection counts those it reads. A data line is kept
+// until its end, up to maxCountLine; a longer one (a large result) is not
+// looked at.
+type countBody struct {
+	io.ReadCloser
+	order *order
+	line  []byte
+	skip  bool // the current line is no data line, or too long
+}
+
+const maxCountLine = 1 << 20
+
+var dataPrefix = []byte("data:")
+
+func (b *countBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.scan(p[:n])
+	return n, err
+}
+
+func (b *countBody) scan(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		part := p
+		if i >= 0 {
+			part = p[:i]
+		}
+		if !b.skip {
+			b.line = append(b.line, part...)
+			k := min(len(b.line), len(dataPrefix))
+			if !bytes.Equal(b.line[:k], dataPrefix[:k]) || len(b.line) > maxCountLine {
+				b.skip, b.line = true, b.line[:0]
+			}
+		}
+		if i < 0 {
+			return
+		}
+		if !b.skip {
+			b.count(b.line)
+		}
+		b.line, b.skip = b.line[:0], false
+		p = p[i+1:]
+	}
+}
+
+// count notes the message of one data line, if it may be a notification.
+func (b *countBody) count(line []byte) {
+	data := bytes.TrimSpace(bytes.TrimPrefix(line, dataPrefix))
+	if !bytes.Contains(data, []byte("notifications/")) {
+		return
+	}
+	if m, err := jsonrpc.DecodeMessage(data); err == nil {
+		b.order.noteRead(m)
 	}
 }

@@ -1,0 +1,82 @@
+package mcp
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+)
+
+// TestCountBody: the log and progress notifications of an event stream are
+// counted however the stream is cut into reads, the stream passes as it
+// is, and neither a result that quotes a notification's method nor a
+// request nor a line that is no data line is counted.
+func TestCountBody(t *testing.T) {
+	stream := strings.Join([]string{
+		": a comment",
+		"event: message",
+		`data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"one"}}`,
+		"",
+		`data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"lathe-1","progress":1}}`,
+		"",
+		`data:{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"two"}}` + "\r",
+		"",
+		`data: {"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"method\":\"notifications/message\""}]}}`,
+		"",
+		`data: {"jsonrpc":"2.0","id":2,"method":"notifications/message","params":{}}`,
+		"",
+		`notdata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"no"}}`,
+		"",
+	}, "\n")
+	for name, wrap := range map[string]func(io.Reader) io.Reader{
+		"whole":    func(r io.Reader) io.Reader { return r },
+		"one byte": iotest.OneByteReader,
+		"halves":   iotest.HalfReader,
+	} {
+		var o order
+		b := &countBody{ReadCloser: io.NopCloser(wrap(strings.NewReader(stream))), order: &o}
+		out, err := io.ReadAll(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out, []byte(stream)) {
+			t.Errorf("%s: the stream changed", name)
+		}
+		if o.read != 3 {
+			t.Errorf("%s: %d notifications counted, want 3", name, o.read)
+		}
+	}
+}
+
+// TestSettleForgetsTheUnhandled: a notification counted but never handled
+// (the SDK dropped it as malformed) holds up one call for settleTimeout at
+// most, and no later call; one handled in time ends the wait at once.
+func TestSettleForgetsTheUnhandled(t *testing.T) {
+	ctx := t.Context()
+	var o order
+	o.read = 1
+	start := time.Now()
+	o.settle(ctx)
+	if d := time.Since(start); d < settleTimeout || d > 10*settleTimeout {
+		t.Errorf("the first wait took %v, want about %v", d, settleTimeout)
+	}
+	start = time.Now()
+	o.settle(ctx)
+	if d := time.Since(start); d > settleTimeout/2 {
+		t.Errorf("a later call waited %v for the dropped notification", d)
+	}
+	o.mu.Lock()
+	o.read++
+	o.mu.Unlock()
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		o.noteHandled()
+	}()
+	start = time.Now()
+	o.settle(ctx)
+	if d := time.Since(start); d > settleTimeout/2 {
+		t.Errorf("a handled notification did not end the wait: %v", d)
+	}
+}
