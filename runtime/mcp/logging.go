@@ -279,19 +279,28 @@ func (s *server) levelInMeta(next sdk.MethodHandler) sdk.MethodHandler {
 
 // countBody passes on an event stream from a server over streamable HTTP
 // as it is, and counts the log and progress notifications of its data
-// lines, as a stdio connection counts those it reads. A data line is kept
-// until its end, up to maxCountLine; a longer one (a large result) is not
-// looked at.
+// lines, as a stdio connection counts those it reads. Only a data line
+// whose head names a method is kept to its end, up to maxCountLine, and
+// decoded: a result, however large, is looked at for its first headLen
+// bytes only. The SDKs write a message's method before its params, so
+// that a notification names its method in its head.
 type countBody struct {
 	io.ReadCloser
-	order *order
-	line  []byte
-	skip  bool // the current line is no data line, or too long
+	order   *order
+	line    []byte
+	skip    bool // the current line is no data line, no message with a method, or too long
+	checked bool // the head of the current line was looked at
 }
 
-const maxCountLine = 1 << 20
+const (
+	maxCountLine = 1 << 20
+	headLen      = 256
+)
 
-var dataPrefix = []byte("data:")
+var (
+	dataPrefix = []byte("data:")
+	methodKey  = []byte(`"method"`)
+)
 
 func (b *countBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
@@ -306,21 +315,38 @@ func (b *countBody) scan(p []byte) {
 		if i >= 0 {
 			part = p[:i]
 		}
-		if !b.skip {
-			b.line = append(b.line, part...)
-			k := min(len(b.line), len(dataPrefix))
-			if !bytes.Equal(b.line[:k], dataPrefix[:k]) || len(b.line) > maxCountLine {
-				b.skip, b.line = true, b.line[:0]
-			}
-		}
+		b.take(part)
 		if i < 0 {
 			return
 		}
 		if !b.skip {
 			b.count(b.line)
 		}
-		b.line, b.skip = b.line[:0], false
+		b.line, b.skip, b.checked = b.line[:0], false, false
 		p = p[i+1:]
+	}
+}
+
+// take keeps part of the current line, as far as the line needs keeping:
+// its head until that is looked at, then the rest if the head names a
+// method.
+func (b *countBody) take(part []byte) {
+	for len(part) > 0 && !b.skip {
+		limit := maxCountLine + 1
+		if !b.checked {
+			limit = headLen
+		}
+		n := min(len(part), limit-len(b.line))
+		b.line = append(b.line, part[:n]...)
+		part = part[n:]
+		k := min(len(b.line), len(dataPrefix))
+		switch {
+		case !bytes.Equal(b.line[:k], dataPrefix[:k]) || len(b.line) > maxCountLine:
+			b.skip = true
+		case !b.checked && len(b.line) >= headLen:
+			b.checked = true
+			b.skip = !bytes.Contains(b.line, methodKey)
+		}
 	}
 }
 
