@@ -40,6 +40,8 @@ type surfaceState struct {
 
 	mu       sync.Mutex
 	watching map[*sdk.ServerSession]bool // sessions whose log level the pool holds
+	syncing  bool                        // a mirroring runs or is about to
+	again    bool                        // a change came during it: mirror once more
 }
 
 // surfaceOptions declares the capabilities the upstream servers back and
@@ -186,9 +188,7 @@ func (s *Server) notice(n mcp.Notice) {
 	st := &s.surf
 	switch n.Kind {
 	case mcp.NoticeResourcesChanged, mcp.NoticePromptsChanged:
-		// Off the upstream's notification goroutine: listing again sends
-		// requests whose answers that goroutine must be free to read.
-		s.goUnlessClosed(s.syncSurface)
+		s.resync()
 	case mcp.NoticeResourceUpdated:
 		ctx, cancel := context.WithTimeout(st.ctx, surfaceTimeout)
 		defer cancel()
@@ -213,6 +213,36 @@ func (s *Server) notice(n mcp.Notice) {
 			cancel()
 		}
 	}
+}
+
+// resync mirrors the catalog again, off the upstream's notification
+// goroutine: listing sends requests whose answers that goroutine must be
+// free to read. Changes that come while a mirroring runs make one more
+// after it, not one each, so that a server that floods list_changed costs
+// one listing at a time.
+func (s *Server) resync() {
+	st := &s.surf
+	st.mu.Lock()
+	if st.syncing {
+		st.again = true
+		st.mu.Unlock()
+		return
+	}
+	st.syncing = true
+	st.mu.Unlock()
+	s.goUnlessClosed(func() {
+		for {
+			s.syncSurface()
+			st.mu.Lock()
+			if !st.again || st.ctx.Err() != nil {
+				st.syncing, st.again = false, false
+				st.mu.Unlock()
+				return
+			}
+			st.again = false
+			st.mu.Unlock()
+		}
+	})
 }
 
 // syncSurface mirrors the upstream's current catalog into the SDK's
