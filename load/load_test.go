@@ -68,7 +68,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	if os.Getenv(liarEnv) != "" {
-		serveLiar()
+		mcptest.ServeLiar("liar")
 		os.Exit(0)
 	}
 	if pidFile := os.Getenv(serverEnv); pidFile != "" {
