@@ -152,6 +152,15 @@ profile = "dev"`, []string{"tools.run_command.profile: runs the tool under the d
 profile = "standard"`, []string{"tools.run_command.profile"}},
 		{`[tools.write_file]
 enable = true`, []string{"tools.write_file.enable: turns the tool on"}},
+		{`[tools.gh__env]
+read_only = true
+destructive = false
+idempotent = true
+open_world = false`, []string{"tools.gh__env.read_only: says the tool changes nothing", "tools.gh__env.destructive",
+			"tools.gh__env.idempotent", "tools.gh__env.open_world"}},
+		{`[mcp.gh]
+approval = "allow"
+trust_annotations = true`, []string{`mcp.gh.approval: approval = "allow" lets calls`, "mcp.gh.trust_annotations: takes the server's word"}},
 		{`[sandbox]
 profile = "dev"`, []string{"sandbox.profile"}},
 		{`[sandbox.permissions]
@@ -173,12 +182,18 @@ timeout = "1s"
 concurrency = "exclusive"
 max_concurrency = 1
 profile = "hardened"
+read_only = false
+destructive = true
+idempotent = false
+open_world = true
 
 [toolsets.kit]
 enable = false
 
 [mcp.gh]
 enable = false
+approval = "deny"
+trust_annotations = false
 
 [sandbox]
 profile = "hardened"
