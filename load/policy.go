@@ -144,9 +144,12 @@ func remedy(cfg *config.Config, def *tool.Definition, d policy.Decision) string 
 	if isMCP {
 		fix += fmt.Sprintf("; or [mcp.%s] approval = \"allow\" for every tool of the server", server)
 	}
-	fix += fmt.Sprintf("; or, if the tool changes nothing, [tools.%s] read_only = true", name)
-	if isMCP {
-		fix += fmt.Sprintf(" (what the server says of its tools counts only with [mcp.%s] trust_annotations = true)", server)
+	if a := def.Annotations; a.DestructiveHint == nil || !*a.DestructiveHint {
+		// A tool that says it may destroy is not one to call read-only.
+		fix += fmt.Sprintf("; or, if the tool changes nothing, [tools.%s] read_only = true", name)
+		if isMCP {
+			fix += fmt.Sprintf(" (what the server says of its tools counts only with [mcp.%s] trust_annotations = true)", server)
+		}
 	}
 	return fix
 }
