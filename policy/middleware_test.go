@@ -306,7 +306,9 @@ func TestMiddlewareRemedy(t *testing.T) {
 		e.Register(builtin.Must(builtin.Func(tool.Definition{Name: "up__look", Source: "mcp.up", Annotations: tool.Annotations{ReadOnlyHint: true}},
 			func(context.Context, struct {
 				Path string `json:"path"`
-			}) (string, error) { return "looked", nil })))
+			}) (string, error) {
+				return "looked", nil
+			})))
 		out := e.Call(ctx, &tool.Call{Name: tc.tool, Arguments: json.RawMessage(`{"path":"a.txt"}`)})
 		if !errors.Is(out.Err(), tool.ErrDenied) {
 			t.Fatalf("%s: outcome %+v, want a denial", tc.name, out.Result)

@@ -99,7 +99,9 @@ type SourceDefault struct {
 
 // String renders the default for a reason.
 func (s *SourceDefault) String() string {
-	out := fmt.Sprintf("the default approval=%q of the tools of %s", s.Approval, s.Source)
+	// Concatenation, not fmt: a server's tools get this reason on every
+	// call the default decides.
+	out := "the default approval=\"" + string(s.Approval) + "\" of the tools of " + s.Source
 	if s.Origin != "" {
 		out += " (" + s.Origin + ")"
 	}
@@ -372,7 +374,15 @@ func match(pattern, s string) bool {
 	return pi == len(p)
 }
 
-// literals counts a pattern's characters that are not wildcards.
+// literals counts a pattern's characters that are not wildcards. It runs
+// for every matching rule of every call, so it counts in place rather than
+// building a string without the wildcards.
 func literals(pattern string) int {
-	return len([]rune(strings.NewReplacer("*", "", "?", "").Replace(pattern)))
+	n := 0
+	for _, r := range pattern {
+		if r != '*' && r != '?' {
+			n++
+		}
+	}
+	return n
 }
