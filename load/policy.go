@@ -147,7 +147,7 @@ func remedy(cfg *config.Config, def *tool.Definition, d policy.Decision) string 
 	if a := def.Annotations; a.DestructiveHint == nil || !*a.DestructiveHint {
 		// A tool that says it may destroy is not one to call read-only.
 		fix += fmt.Sprintf("; or, if the tool changes nothing, [tools.%s] read_only = true", name)
-		if isMCP {
+		if s := cfg.MCP[server]; isMCP && (s == nil || s.TrustAnnotations == nil || !*s.TrustAnnotations) {
 			fix += fmt.Sprintf(" (what the server says of its tools counts only with [mcp.%s] trust_annotations = true)", server)
 		}
 	}

@@ -21,6 +21,13 @@ func TestRemedy(t *testing.T) {
 command = ["up"]
 approval = "ask"
 
+[mcp.honest]
+command = ["honest"]
+trust_annotations = true
+
+[mcp.plain]
+command = ["plain"]
+
 [[policy.rules]]
 tool = "run_command"
 args = "rm *"
@@ -50,16 +57,20 @@ approval = "allow"
 		want, not []string
 	}{
 		{tool.Definition{Name: "run_command"}, map[string]any{"command": "rm -rf ~"},
-			[]string{"a deny rule always wins", "the rule at /ws/lathe.toml:6"}, []string{"[[policy.rules]] tool"}},
+			[]string{"a deny rule always wins", "the rule at /ws/lathe.toml:13"}, []string{"[[policy.rules]] tool"}},
 		{tool.Definition{Name: "run_command"}, map[string]any{"command": "echo 'unclosed"},
-			[]string{"the deny rule at /ws/lathe.toml:6 could not read the command"}, nil},
+			[]string{"the deny rule at /ws/lathe.toml:13 could not read the command"}, nil},
 		{tool.Definition{Name: "write_file", Annotations: destructive}, nil,
 			[]string{`add [[policy.rules]] tool = "write_file", approval = "allow" in /ws/lathe.toml (then lathe trust)`,
-				"more specific than the rule at /ws/lathe.toml:11"}, []string{"read_only"}},
+				"more specific than the rule at /ws/lathe.toml:18"}, []string{"read_only"}},
 		{tool.Definition{Name: "edit_file", Annotations: destructive}, nil,
-			[]string{`change the rule at /ws/lathe.toml:15 to approval = "allow"`}, []string{"add [[policy.rules]]"}},
+			[]string{`change the rule at /ws/lathe.toml:22 to approval = "allow"`}, []string{"add [[policy.rules]]"}},
 		{tool.Definition{Name: "up__environ", Source: "mcp.up"}, nil,
 			[]string{`add [[policy.rules]] tool = "up__environ", approval = "allow"`, `[mcp.up] approval = "ask" at /ws/lathe.toml:4`}, nil},
+		{tool.Definition{Name: "honest__get", Source: "mcp.honest"}, nil,
+			[]string{`[mcp.honest] approval = "allow"`, "[tools.honest__get] read_only = true"}, []string{"trust_annotations"}},
+		{tool.Definition{Name: "plain__get", Source: "mcp.plain"}, nil,
+			[]string{`[mcp.plain] approval = "allow"`, "counts only with [mcp.plain] trust_annotations = true"}, nil},
 		{tool.Definition{Name: "list_things"}, nil,
 			[]string{`add [[policy.rules]] tool = "list_things"`, "[tools.list_things] read_only = true"}, []string{"trust_annotations"}},
 	} {
