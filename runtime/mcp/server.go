@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -234,9 +233,10 @@ func (s *server) start() (*session, []upTool, error) {
 		t = &captureTransport{inner: st, cap: sess.cap}
 	} else {
 		t = &sdk.StreamableClientTransport{
-			Endpoint:   s.cfg.URL,
-			HTTPClient: &http.Client{Transport: &headerTransport{headers: s.cfg.Headers, cap: sess.cap}},
-			MaxRetries: 2,
+			Endpoint:     s.cfg.URL,
+			HTTPClient:   httpClient(s.cfg.URL, s.cfg.Headers, sess.cap),
+			OAuthHandler: s.cfg.OAuth,
+			MaxRetries:   2,
 		}
 	}
 	cs, err := s.client.Connect(ctx, s.withTraffic(ctx, t), nil)
