@@ -424,8 +424,8 @@ func needsInput(q *tool.Question, why string) *sdk.CallToolResult {
 // A line that holds no JSON-RPC message is answered with a JSON-RPC error
 // (parse error or invalid request), and the session goes on.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	// liftTransport keeps a tools/call's "task" (tasks.go).
-	err := s.mcp.Run(ctx, liftTransport{stdioTransport(in, out)})
+	// liftLines keeps a tools/call's "task" (tasks.go).
+	err := s.mcp.Run(ctx, stdioTransport(newLiftLines(in), out))
 	if ctx.Err() != nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -604,26 +605,38 @@ func liftTaskMessage(m json.RawMessage) json.RawMessage {
 	return out
 }
 
-// liftTransport does for a transport's messages what liftTasks does for
-// HTTP bodies.
-type liftTransport struct{ sdk.Transport }
-
-func (t liftTransport) Connect(ctx context.Context) (sdk.Connection, error) {
-	c, err := t.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return liftConn{c}, nil
+// liftLines does for the lines of standard input what liftTasks does for
+// HTTP bodies. It works on the bytes, before the SDK's connection: wrapping
+// the connection would hide the optional methods the SDK finds on it by type
+// assertion. A line longer than its buffer is passed on as it is (such a call
+// runs as a plain call).
+type liftLines struct {
+	r     *bufio.Reader
+	buf   []byte // what is left to pass on of the current line
+	store []byte
+	err   error
 }
 
-type liftConn struct{ sdk.Connection }
+func newLiftLines(r io.Reader) *liftLines { return &liftLines{r: bufio.NewReaderSize(r, 1<<20)} }
 
-func (c liftConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	m, err := c.Connection.Read(ctx)
-	if r, ok := m.(*jsonrpc.Request); ok && r.Method == "tools/call" {
-		if p, ok := mcpconv.MoveField(r.Params, "task", mcpconv.TaskMetaKey, false); ok {
-			r.Params = p
+func (l *liftLines) Read(p []byte) (int, error) {
+	for len(l.buf) == 0 {
+		if l.err != nil {
+			return 0, l.err
+		}
+		line, err := l.r.ReadSlice('\n')
+		if err == nil || err == io.EOF {
+			body := bytes.TrimRight(line, "\r\n")
+			l.store = append(append(l.store[:0], liftTaskBody(body)...), line[len(body):]...)
+		} else {
+			l.store = append(l.store[:0], line...)
+		}
+		l.buf = l.store
+		if err != nil && err != bufio.ErrBufferFull {
+			l.err = err
 		}
 	}
-	return m, err
+	n := copy(p, l.buf)
+	l.buf = l.buf[n:]
+	return n, nil
 }

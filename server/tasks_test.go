@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -477,4 +478,60 @@ func TestTaskLimits(t *testing.T) {
 		t.Errorf("a task of an unknown tool: %v", err)
 	}
 	close(g.release)
+}
+
+// Over standard input too, a tools/call with "task" runs as a task.
+func TestTaskOverStdio(t *testing.T) {
+	g := newGate()
+	srv := server.New(newEngine(t, g.tool()), server.Options{})
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- srv.ServeStdio(ctx, inR, outW)
+		outW.Close()
+	}()
+	sc := bufio.NewScanner(outR)
+	sc.Buffer(nil, 1<<20)
+	next := func(what string) map[string]json.RawMessage {
+		t.Helper()
+		if !sc.Scan() {
+			t.Fatalf("no answer to %s", what)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return m
+	}
+	send := func(line string) {
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	next("initialize")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"gate","arguments":{"word":"in"},"task":{"ttl":60000}}}`)
+	var ct struct {
+		Task wireTask `json:"task"`
+	}
+	if m := next("tools/call"); json.Unmarshal(m["result"], &ct) != nil || ct.Task.TaskID == "" {
+		t.Fatalf("tools/call with a task over stdio: %s", m["result"])
+	}
+	wait(t, g.entered, "the task's call starting")
+	close(g.release)
+	send(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"` + ct.Task.TaskID + `"}}`)
+	if m := next("tasks/result"); !strings.Contains(string(m["result"]), "through: in") {
+		t.Errorf("tasks/result over stdio: %s", m["result"])
+	}
+	inW.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeStdio did not return after its input ended")
+	}
 }

@@ -28,6 +28,8 @@ type rawTool struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema"`
 	Annotations  json.RawMessage `json:"annotations"`
+	// Execution says whether the tool runs as a task (tasks.go).
+	Execution json.RawMessage `json:"execution"`
 }
 
 // capture collects the raw tools of one session.
