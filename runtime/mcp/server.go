@@ -567,7 +567,7 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 	}
 	// Tasks: a tool its server offers to run as a task runs as one
 	// (tasks.go).
-	asTask := sess.cmd != nil && offersTasks(sess.cap.tool(upstream))
+	asTask := offersTasks(sess.cap.tool(upstream))
 	sendCtx := callCtx
 	if asTask {
 		askTask(callCtx, params)

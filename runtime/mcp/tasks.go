@@ -1,9 +1,13 @@
 package mcp
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"time"
 
@@ -207,4 +211,109 @@ func taskAsResult(res json.RawMessage) json.RawMessage {
 		return res
 	}
 	return b
+}
+
+// Over HTTP the SDK's connection cannot be wrapped (it finds optional
+// methods on it by type assertion), so the same rewriting happens on the
+// bodies: the request body of a task-augmented tools/call, and the response
+// to it, whole or as the data lines of an event stream.
+
+// lowerTaskRequest returns req with its body's task-augmented tools/call
+// rewritten, and whether it was one.
+func lowerTaskRequest(req *http.Request) (*http.Request, bool) {
+	if req.Method != http.MethodPost || req.GetBody == nil {
+		return req, false
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return req, false
+	}
+	b, err := io.ReadAll(io.LimitReader(body, maxSniff+1))
+	body.Close()
+	if err != nil || len(b) > maxSniff || !bytes.Contains(b, []byte(mcpconv.TaskMetaKey)) {
+		return req, false
+	}
+	m, err := jsonrpc.DecodeMessage(b)
+	r, ok := m.(*jsonrpc.Request)
+	if err != nil || !ok || r.Method != "tools/call" {
+		return req, false
+	}
+	p, ok := mcpconv.MoveField(r.Params, "task", mcpconv.TaskMetaKey, true)
+	if !ok {
+		return req, false
+	}
+	r.Params = p
+	if b, err = jsonrpc.EncodeMessage(r); err != nil {
+		return req, false
+	}
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	req.ContentLength = int64(len(b))
+	return req, true
+}
+
+// taskBody passes on the response to a task-augmented call with its
+// CreateTaskResult rewritten (see taskAsResult).
+type taskBody struct {
+	io.ReadCloser
+	stream bool
+	src    *bufio.Reader
+	out    []byte
+	err    error
+	rest   bool // the body was too large to rewrite; the rest passes as it is
+}
+
+func (b *taskBody) Read(p []byte) (int, error) {
+	for len(b.out) == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		if b.src == nil {
+			b.src = bufio.NewReaderSize(b.ReadCloser, 64<<10)
+		}
+		if b.stream {
+			line, err := b.src.ReadBytes('\n')
+			body := bytes.TrimRight(line, "\r\n")
+			if data, ok := bytes.CutPrefix(body, []byte("data:")); ok {
+				line = append(append([]byte("data: "), rewriteTask(bytes.TrimSpace(data))...), line[len(body):]...)
+			}
+			b.out, b.err = line, err
+			continue
+		}
+		if b.rest {
+			return b.src.Read(p)
+		}
+		body, err := io.ReadAll(io.LimitReader(b.src, maxSniff+1))
+		switch {
+		case err != nil:
+		case len(body) > maxSniff:
+			// Too large to be a task's handle: it passes as it is.
+			b.rest = true
+		default:
+			body, err = rewriteTask(body), io.EOF
+		}
+		b.out, b.err = body, err
+	}
+	n := copy(p, b.out)
+	b.out = b.out[n:]
+	return n, nil
+}
+
+// rewriteTask rewrites one JSON-RPC response that carries a
+// CreateTaskResult.
+func rewriteTask(data []byte) []byte {
+	if !bytes.Contains(data, []byte(`"task"`)) {
+		return data
+	}
+	m, err := jsonrpc.DecodeMessage(data)
+	r, ok := m.(*jsonrpc.Response)
+	if err != nil || !ok || r.Error != nil {
+		return data
+	}
+	r.Result = taskAsResult(r.Result)
+	out, err := jsonrpc.EncodeMessage(r)
+	if err != nil {
+		return data
+	}
+	return out
 }

@@ -1,12 +1,18 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,5 +100,82 @@ func TestUpstreamTaskCancel(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(logf); !strings.Contains(string(b), `"method":"tasks/cancel"`) {
 		t.Errorf("no tasks/cancel upstream; it read:\n%s", b)
+	}
+}
+
+// Over HTTP, too: the upstream is a lathe server in this process.
+func TestUpstreamTaskHTTP(t *testing.T) {
+	ue := lathe.New(lathe.Options{Timeout: 20 * time.Second})
+	cancelled := make(chan struct{}, 1)
+	err := ue.Register(
+		builtin.Must(builtin.Func(tool.Definition{Name: "slow", Summary: "Answer after a while."},
+			func(ctx context.Context, a struct {
+				Word string `json:"word"`
+			}) (string, error) {
+				time.Sleep(50 * time.Millisecond)
+				return "through: " + a.Word, nil
+			})),
+		builtin.Must(builtin.Func(tool.Definition{Name: "block", Summary: "Wait to be cancelled."},
+			func(ctx context.Context, _ struct{}) (string, error) {
+				<-ctx.Done()
+				cancelled <- struct{}{}
+				return "", ctx.Err()
+			})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(ue, server.Options{})
+	h := srv.Handler(server.HTTPOptions{})
+	var mu sync.Mutex
+	var seen []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			Method string                     `json:"method"`
+			Params map[string]json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(body, &m) == nil && m.Method != "" {
+			if _, ok := m.Params["task"]; ok {
+				m.Method += "+task"
+			}
+			mu.Lock()
+			seen = append(seen, m.Method)
+			mu.Unlock()
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Close()
+		ue.Close()
+	})
+	saw := func(method string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(seen, method)
+	}
+	e, _ := open(t, mcp.Options{}, mcp.Config{Name: "up", URL: ts.URL + server.Path})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	r := mustOK(t, call(t, ctx, e, "up__slow", `{"word":"hi"}`))
+	if r.Text() != "through: hi" || !saw("tools/call+task") || !saw("tasks/result") || saw("tools/call") {
+		t.Errorf("result %q; the upstream saw %v", r.Text(), seen)
+	}
+
+	ctx, cancel = context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	r = call(t, ctx, e, "up__block", `{}`)
+	if r.ErrorKind != tool.KindTimeout && r.ErrorKind != tool.KindCancelled {
+		t.Errorf("kind %s: %s", r.ErrorKind, r.Text())
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the upstream task's call was not cancelled; the upstream saw %v", seen)
+	}
+	if !saw("tasks/cancel") {
+		t.Errorf("no tasks/cancel upstream: %v", seen)
 	}
 }
