@@ -131,6 +131,7 @@ type task struct {
 	done      chan struct{} // closed when the call has ended and result is set
 
 	// Guarded by taskStore.mu.
+	asking          int // questions put to the client and not yet answered
 	status, message string
 	updated         time.Time
 	result          *sdk.CallToolResult
@@ -282,6 +283,24 @@ func firstText(r *sdk.CallToolResult) string {
 	return ""
 }
 
+// asking notes that t's call puts a question to the client (on) or has its
+// answer: the task is input_required while any question is open.
+func (ts *taskStore) asking(t *task, on bool) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if on {
+		t.asking++
+	} else {
+		t.asking--
+	}
+	switch {
+	case t.asking > 0 && t.status == mcpconv.TaskWorking:
+		t.status, t.updated = mcpconv.TaskInputRequired, time.Now()
+	case t.asking == 0 && t.status == mcpconv.TaskInputRequired:
+		t.status, t.updated = mcpconv.TaskWorking, time.Now()
+	}
+}
+
 // get returns the task id if principal may see it, and notes that the
 // session sid holds it.
 func (ts *taskStore) get(principal, sid, id string) (*task, error) {
@@ -415,6 +434,35 @@ func (s *Server) serveTasks() {
 			return &listTasksResult{Tasks: s.tasks.list(principalFrom(ctx), s.sessionID(ss))}, nil
 		}))
 	s.mcp.AddReceivingMiddleware(s.taskMiddleware)
+	s.mcp.AddSendingMiddleware(s.taskSending)
+}
+
+// taskKey carries the task of a call in the call's context.
+type taskKey struct{}
+
+// taskSending marks what a task's call sends the client — questions,
+// sampling, progress, log messages — as related to the task, and holds the
+// task input_required while a question of it waits for its answer.
+func (s *Server) taskSending(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		t, _ := ctx.Value(taskKey{}).(*task)
+		if t == nil {
+			return next(ctx, method, req)
+		}
+		if p := req.GetParams(); p != nil {
+			meta := maps.Clone(p.GetMeta())
+			if meta == nil {
+				meta = map[string]any{}
+			}
+			meta[mcpconv.RelatedTaskKey] = map[string]any{"taskId": t.id}
+			p.SetMeta(meta)
+		}
+		if method == "elicitation/create" || method == "sampling/createMessage" {
+			s.tasks.asking(t, true)
+			defer s.tasks.asking(t, false)
+		}
+		return next(ctx, method, req)
+	}
 }
 
 func must(err error) {
@@ -473,6 +521,7 @@ func (s *Server) startTask(req *sdk.CallToolRequest, spec any) (sdk.Result, erro
 		cancel()
 		return nil, err
 	}
+	ctx = context.WithValue(ctx, taskKey{}, t)
 	p := *req.Params
 	p.Meta = maps.Clone(p.Meta)
 	delete(p.Meta, mcpconv.TaskMetaKey)

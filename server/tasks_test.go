@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lathe-tools/lathe/runtime/builtin"
 	"github.com/lathe-tools/lathe/server"
@@ -533,5 +534,86 @@ func TestTaskOverStdio(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("ServeStdio did not return after its input ended")
+	}
+}
+
+type taskIDIn struct {
+	sdk.ParamsBase
+	TaskID string `json:"taskId"`
+}
+
+type taskOut struct {
+	sdk.ResultBase
+	wireTask
+}
+
+type listIn struct{ sdk.ParamsBase }
+
+type listOut struct {
+	sdk.ResultBase
+	Tasks []wireTask `json:"tasks"`
+}
+
+// A go-sdk client over streamable HTTP, asking for a task through _meta: the
+// task's question reaches it, with the task named, and the task says
+// input_required until the answer comes.
+func TestTaskAsksItsClient(t *testing.T) {
+	srv := server.New(newEngine(t, testTools()...), server.Options{})
+	url := serveTasks(t, srv, nil)
+	asked := make(chan *sdk.ElicitRequest, 1)
+	answer := make(chan struct{})
+	c := sdk.NewClient(&sdk.Implementation{Name: "test"}, &sdk.ClientOptions{
+		ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			asked <- r
+			<-answer
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": true}}, nil
+		},
+	})
+	for _, err := range []error{
+		sdk.AddSendingCustomMethod[*taskIDIn, *taskOut](c, "tasks/get"),
+		sdk.AddSendingCustomMethod[*taskIDIn, *sdk.CallToolResult](c, "tasks/result"),
+		sdk.AddSendingCustomMethod[*listIn, *listOut](c, "tasks/list"),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "confirm", Arguments: map[string]any{},
+		Meta: sdk.Meta{"lathe/task": map[string]any{"ttl": 60000}}}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := sdk.CallCustomMethod[*listIn, *listOut](ctx, cs, "tasks/list", &listIn{})
+	if err != nil || len(l.Tasks) != 1 {
+		t.Fatalf("tasks/list: %+v %v", l, err)
+	}
+	id := l.Tasks[0].TaskID
+	var r *sdk.ElicitRequest
+	select {
+	case r = <-asked:
+	case <-ctx.Done():
+		t.Fatal("the task's question did not reach its client")
+	}
+	if rel, _ := r.Params.Meta["io.modelcontextprotocol/related-task"].(map[string]any); rel["taskId"] != id {
+		t.Errorf("the question does not name its task: %v", r.Params.Meta)
+	}
+	g, err := sdk.CallCustomMethod[*taskIDIn, *taskOut](ctx, cs, "tasks/get", &taskIDIn{TaskID: id})
+	if err != nil || g.Status != "input_required" {
+		t.Errorf("a task waiting for an answer: %+v %v", g, err)
+	}
+	close(answer)
+	res, err := sdk.CallCustomMethod[*taskIDIn, *sdk.CallToolResult](ctx, cs, "tasks/result", &taskIDIn{TaskID: id})
+	if err != nil || res.IsError || text(res) != "went on" {
+		t.Fatalf("tasks/result: %+v %v", res, err)
+	}
+	g, err = sdk.CallCustomMethod[*taskIDIn, *taskOut](ctx, cs, "tasks/get", &taskIDIn{TaskID: id})
+	if err != nil || g.Status != "completed" {
+		t.Errorf("the answered task: %+v %v", g, err)
 	}
 }
