@@ -478,8 +478,6 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp },
 		&sdk.StreamableHTTPOptions{Logger: s.opts.Logger, SessionTimeout: cmp.Or(opts.SessionTimeout, time.Hour),
 			MaxRequestBodyBytes: maxBody})
-	// liftTasks keeps a tools/call's "task" (tasks.go).
-	h = liftTasks(h)
 	if max := cmp.Or(opts.MaxSessions, DefaultMaxSessions); max > 0 {
 		h = s.limitSessions(max, h)
 	}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -593,24 +592,9 @@ func withTaskSupport(res sdk.Result) sdk.Result {
 	return &rawResult{raw: b}
 }
 
-// liftTasks moves the "task" of each tools/call in a request body into its
-// _meta, where the SDK keeps it (see [mcpconv.TaskMetaKey]). The body is in
-// memory already (readBody).
-func liftTasks(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Body != nil {
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
-				return
-			}
-			body = liftTaskBody(body)
-			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
+// liftTaskBody moves the "task" of each tools/call in a request body into
+// its _meta, where the SDK keeps it (see [mcpconv.TaskMetaKey]). readBody
+// calls it on every body it has read.
 func liftTaskBody(b []byte) []byte {
 	// Most bodies ask for no task, and are passed on without being parsed.
 	if !bytes.Contains(b, []byte(`"task"`)) {
@@ -674,13 +658,17 @@ func (l *liftLines) Read(p []byte) (int, error) {
 			return 0, l.err
 		}
 		line, err := l.r.ReadSlice('\n')
+		// A line passes on from the reader's buffer, which holds until the
+		// next ReadSlice, after l.buf is drained; only a rewritten one is
+		// copied.
+		l.buf = line
 		if err == nil || err == io.EOF {
 			body := bytes.TrimRight(line, "\r\n")
-			l.store = append(append(l.store[:0], liftTaskBody(body)...), line[len(body):]...)
-		} else {
-			l.store = append(l.store[:0], line...)
+			if out := liftTaskBody(body); len(out) != len(body) || (len(out) > 0 && &out[0] != &body[0]) {
+				l.store = append(append(l.store[:0], out...), line[len(body):]...)
+				l.buf = l.store
+			}
 		}
-		l.buf = l.store
 		if err != nil && err != bufio.ErrBufferFull {
 			l.err = err
 		}
