@@ -14,6 +14,10 @@
 // Cancelling a call (notifications/cancelled) cancels the engine's call and
 // so the upstream one.
 //
+// Any call can run as an MCP task: the client gets a handle at once and
+// fetches the result later, from the same session or a later one (see
+// [TaskOptions] for the bounds).
+//
 // The server follows the engine's registry: when its tools change
 // ([lathe.EventToolsChanged], from Register, Replace, Unregister, or an
 // upstream server's own tools/list_changed), [Server.Sync] brings the

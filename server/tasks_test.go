@@ -18,6 +18,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/policy"
 	"github.com/lathe-tools/lathe/runtime/builtin"
 	"github.com/lathe-tools/lathe/server"
 	"github.com/lathe-tools/lathe/tool"
@@ -615,5 +617,31 @@ func TestTaskAsksItsClient(t *testing.T) {
 	g, err = sdk.CallCustomMethod[*taskIDIn, *taskOut](ctx, cs, "tasks/get", &taskIDIn{TaskID: id})
 	if err != nil || g.Status != "completed" {
 		t.Errorf("the answered task: %+v %v", g, err)
+	}
+}
+
+// A task's call goes through the engine's pipeline: behind a policy, a tool
+// that needs approval does not run for a client that cannot be asked, task
+// or not.
+func TestTaskKeepsThePolicy(t *testing.T) {
+	e := lathe.New(lathe.Options{Middleware: []lathe.Middleware{policy.Middleware(&policy.Policy{}, policy.Options{})}})
+	t.Cleanup(func() { e.Close() })
+	if err := e.Register(testTools()...); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, serveTasks(t, server.New(e, server.Options{}), nil), "")
+	tk := c.startTask("fail", map[string]any{}, 60000)
+	w := c.await(tk.TaskID)
+	res, err := c.rpc("tasks/result", map[string]any{"taskId": tk.TaskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Status != "failed" || !strings.Contains(string(res), "no one to ask") || strings.Contains(string(res), "it broke") {
+		t.Errorf("a task of a tool that needs approval, for a client that cannot be asked: %s %s", w.Status, res)
+	}
+	// The read-only tool runs without a question.
+	tk = c.startTask("weather", map[string]any{"city": "Oslo"}, 60000)
+	if w := c.await(tk.TaskID); w.Status != "completed" {
+		t.Errorf("weather as a task: %s %s", w.Status, w.StatusMessage)
 	}
 }
