@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -238,9 +237,10 @@ func (s *server) start() (*session, []upTool, error) {
 		t = &taskTransport{inner: t}
 	} else {
 		t = &sdk.StreamableClientTransport{
-			Endpoint:   s.cfg.URL,
-			HTTPClient: &http.Client{Transport: &headerTransport{headers: s.cfg.Headers, cap: sess.cap}},
-			MaxRetries: 2,
+			Endpoint:     s.cfg.URL,
+			HTTPClient:   httpClient(s.cfg.URL, s.cfg.Headers, sess.cap),
+			OAuthHandler: s.cfg.OAuth,
+			MaxRetries:   2,
 		}
 	}
 	cs, err := s.client.Connect(ctx, s.withTraffic(ctx, t), nil)
