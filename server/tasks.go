@@ -638,7 +638,7 @@ func liftTaskMessage(m json.RawMessage) json.RawMessage {
 	return out
 }
 
-// liftLines does for the lines of standard input what liftTasks does for
+// liftLines does for the lines of standard input what readBody does for
 // HTTP bodies. It works on the bytes, before the SDK's connection: wrapping
 // the connection would hide the optional methods the SDK finds on it by type
 // assertion. A line longer than its buffer is passed on as it is (such a call
