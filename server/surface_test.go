@@ -121,18 +121,21 @@ func TestCapabilitiesFollowUpstreams(t *testing.T) {
 
 // TestResourcesThroughServer: a client of lathe lists and reads two
 // upstream servers' resources, templates and prompts, completes an
-// argument, subscribes and gets the update, and hears of a changed list.
+// argument, subscribes and gets the update, and hears of changed lists of
+// resources and prompts.
 func TestResourcesThroughServer(t *testing.T) {
 	e := newEngine(t)
 	srv := server.New(e, server.Options{Upstream: openPool(t, e, surfaceUpstream(t, "a"), surfaceUpstream(t, "b"))})
 	defer srv.Close()
 	updated := make(chan string, 10)
 	changed := make(chan struct{}, 10)
+	promptsChanged := make(chan struct{}, 10)
 	cs := connect(t, srv, &sdk.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
 			updated <- req.Params.URI
 		},
 		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { changed <- struct{}{} },
+		PromptListChangedHandler:   func(context.Context, *sdk.PromptListChangedRequest) { promptsChanged <- struct{}{} },
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -230,6 +233,18 @@ func TestResourcesThroughServer(t *testing.T) {
 	}
 	if res.Contents[0].Text != "added to a" {
 		t.Errorf("added: %q", res.Contents[0].Text)
+	}
+	select {
+	case <-promptsChanged:
+	case <-time.After(10 * time.Second):
+		t.Fatal("prompts/list_changed never reached the client")
+	}
+	pr, err = cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "a__added"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pr.Messages[0].Content.(*sdk.TextContent).Text; got != "added to a" {
+		t.Errorf("added prompt: %q", got)
 	}
 }
 

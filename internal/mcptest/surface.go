@@ -18,7 +18,8 @@ import (
 //     lists, so that two of them collide;
 //   - the template "surface://NAME/items/{id}" (text "item ID of NAME");
 //   - subscriptions, and a tool "touch" that reports the resource at "uri"
-//     updated; a tool "add" that adds the resource "surface://NAME/added";
+//     updated; a tool "add" that adds the resource "surface://NAME/added"
+//     and the prompt "added" (text "added to NAME");
 //   - a prompt "greet" with an argument "who" (text "hello WHO from NAME"),
 //     and completion of "who" with the values "NAME-ann" and "NAME-bob";
 //   - logging: a tool "chatter" that sends "n" log messages at info level
@@ -75,6 +76,10 @@ func Surface(name string) *sdk.Server {
 	sdk.AddTool(srv, &sdk.Tool{Name: "add", Description: "Adds a resource."},
 		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 			srv.AddResource(&sdk.Resource{URI: "surface://" + name + "/added", Name: "added"}, fixed("added to "+name))
+			srv.AddPrompt(&sdk.Prompt{Name: "added"}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+				return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user",
+					Content: &sdk.TextContent{Text: "added to " + name}}}}, nil
+			})
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "added"}}}, nil, nil
 		})
 	sdk.AddTool(srv, &sdk.Tool{Name: "chatter", Description: "Sends n log messages."},

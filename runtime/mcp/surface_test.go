@@ -304,13 +304,16 @@ func TestResourceUpdates(t *testing.T) {
 	}
 
 	mustOK(t, call(t, ctx, e, "a__add", `{}`))
-	select {
-	case n := <-notices:
-		if n.Kind != mcp.NoticeResourcesChanged || n.Server != "a" {
-			t.Fatalf("notice: %+v", n)
+	for seen := map[mcp.NoticeKind]bool{}; !seen[mcp.NoticeResourcesChanged] || !seen[mcp.NoticePromptsChanged]; {
+		select {
+		case n := <-notices:
+			if n.Server != "a" || (n.Kind != mcp.NoticeResourcesChanged && n.Kind != mcp.NoticePromptsChanged) {
+				t.Fatalf("notice: %+v", n)
+			}
+			seen[n.Kind] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the list_changed of resources and prompts did not both come: %v", seen)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the list_changed of resources never came")
 	}
 	if !slices.ContainsFunc(p.Catalog(ctx).Resources, func(r *sdk.Resource) bool { return r.URI == "surface://a/added" }) {
 		t.Error("the added resource is not listed")
