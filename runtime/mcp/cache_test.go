@@ -373,3 +373,18 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	return w.buf.Write(p)
 }
+
+// TestStartCached: with StartCached, a server registered from the cache
+// starts in the background without a call, so that its changes are heard.
+func TestStartCached(t *testing.T) {
+	u := newUpstream(t)
+	dir := filepath.Join(t.TempDir(), "mcp")
+	_, p1 := openCached(t, u, dir, mcp.Options{})
+	p1.Close()
+	u.add("second", "Added while lathe was away.")
+	e, _ := openCached(t, u, dir, mcp.Options{StartCached: true})
+	waitFor(t, func() bool { _, ok := e.Lookup("c__second"); return ok }, "the server started from the cache to list c__second")
+	if got := u.inits.Load(); got != 2 {
+		t.Errorf("%d sessions, want 2", got)
+	}
+}

@@ -98,13 +98,7 @@ func (s *server) ping(sess *session) {
 		}
 		s.pool.opts.Logger.Warn("MCP server did not answer a ping; starting it again", "server", s.cfg.Name, "error", err)
 		s.drop(sess)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			if _, err := s.session(s.ctx); err != nil && s.ctx.Err() == nil {
-				s.pool.opts.Logger.Warn("restarting MCP server failed; the next call tries again", "server", s.cfg.Name, "error", err)
-			}
-		}()
+		s.startInBackground()
 		return
 	}
 }
@@ -115,4 +109,22 @@ func (s *server) busy() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.inflight) > 0
+}
+
+func (s *server) currentFromCache() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fromCache
+}
+
+// startInBackground starts the server without a caller waiting; a failure
+// is logged, and the next call tries again.
+func (s *server) startInBackground() {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if _, err := s.session(s.ctx); err != nil && s.ctx.Err() == nil {
+			s.pool.opts.Logger.Warn("starting MCP server failed; the next call tries again", "server", s.cfg.Name, "error", err)
+		}
+	}()
 }

@@ -191,6 +191,15 @@ type Options struct {
 	// server, which starts at the first call of one of its tools (see
 	// [ToolCache]).
 	Cache *ToolCache
+	// RefreshCache starts every server, as if the cache held none of
+	// them, and writes what they list to the cache.
+	RefreshCache bool
+	// StartCached starts the servers whose tools came from the cache in
+	// the background once Open has registered them, rather than at their
+	// first call: for a pool that serves for long, whose first calls
+	// should not wait and whose servers may announce changes to their
+	// tools.
+	StartCached bool
 	// Defer, when set, is asked at [Open] about each server whose tools
 	// the cache does not hold; true leaves that server unstarted and its
 	// tools unregistered, for a command that will not call them (see
@@ -265,7 +274,7 @@ func Open(ctx context.Context, reg Registry, cfgs []Config, opts Options) (*Pool
 	errs := make([]error, len(p.servers))
 	var wg sync.WaitGroup
 	for i, s := range p.servers {
-		if opts.Cache != nil {
+		if opts.Cache != nil && !opts.RefreshCache {
 			tools, err := opts.Cache.load(s)
 			if err == nil {
 				s.tools, s.fromCache = tools, true
@@ -318,6 +327,13 @@ func Open(ctx context.Context, reg Registry, cfgs []Config, opts Options) (*Pool
 	if o, ok := reg.(owner); ok {
 		if err := o.Own(p); err != nil {
 			return nil, err
+		}
+	}
+	if opts.StartCached {
+		for _, s := range p.servers {
+			if s.currentFromCache() {
+				s.startInBackground()
+			}
 		}
 	}
 	return p, nil
