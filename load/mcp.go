@@ -26,6 +26,11 @@ import (
 // [mcp.NAME] table sets no ping_interval.
 const DefaultPingInterval = 30 * time.Second
 
+// oneShotExitGrace is how long a server has to exit on its own, once its
+// input is closed, at the end of a one-shot command before it is sent
+// SIGTERM: the command's work is done, and a person waits for the prompt.
+const oneShotExitGrace = 100 * time.Millisecond
+
 // loadMCP registers the tools of the [mcp.NAME] servers of the
 // configuration, marking their names known for cfg.Unused: from the tool
 // cache, without starting the server, when it holds them (the server then
@@ -54,9 +59,9 @@ func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string
 		} else if !filepath.IsAbs(dir) {
 			dir = filepath.Join(ws, dir)
 		}
-		var ping time.Duration
+		ping, grace := time.Duration(0), oneShotExitGrace
 		if opts.LongLived {
-			ping = DefaultPingInterval
+			ping, grace = DefaultPingInterval, 0
 			if s.PingInterval != nil {
 				ping = *s.PingInterval
 			}
@@ -65,7 +70,7 @@ func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string
 			Name: s.Name, Command: s.Command, Env: s.Env, PassEnv: s.Permissions.Env, Dir: dir,
 			URL: s.URL, Headers: s.Headers, Prefix: s.Prefix, Allow: s.Allow, Deny: s.Deny,
 			Timeout: s.Timeout, StartupTimeout: s.StartupTimeout, Optional: s.Optional,
-			Sandbox: mcpSandbox(cfg, s, ws, dir), PingInterval: ping,
+			Sandbox: mcpSandbox(cfg, s, ws, dir), PingInterval: ping, ExitGrace: grace,
 		})
 	}
 	defer func() {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -212,6 +213,12 @@ func TestCachePlanted(t *testing.T) {
 			os.Remove(file)
 			if err := os.Symlink(other, file); err != nil {
 				t.Fatal(err)
+			}
+		}, false},
+		{"a FIFO", func(t *testing.T) {
+			os.Remove(file)
+			if err := syscall.Mkfifo(file, 0o600); err != nil {
+				t.Skip("cannot make a FIFO here:", err)
 			}
 		}, false},
 		{"another user's file", func(t *testing.T) {

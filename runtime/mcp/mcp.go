@@ -99,6 +99,12 @@ type Config struct {
 	// started again. Zero pings never, which suits a pool that lives for
 	// one command.
 	PingInterval time.Duration
+	// ExitGrace is how long a server run as a command has, once its
+	// standard input is closed, to exit before it is sent SIGTERM (and, as
+	// long again later, SIGKILL); zero means one second. A one-shot
+	// command that must not wait for a server's leisurely exit sets it
+	// short.
+	ExitGrace time.Duration
 }
 
 func (c *Config) prefix() string {
@@ -106,6 +112,13 @@ func (c *Config) prefix() string {
 		return *c.Prefix
 	}
 	return c.Name + "__"
+}
+
+func (c *Config) exitGrace() time.Duration {
+	if c.ExitGrace > 0 {
+		return c.ExitGrace
+	}
+	return terminateGrace
 }
 
 func (c *Config) startupTimeout() time.Duration {

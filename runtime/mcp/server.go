@@ -249,7 +249,7 @@ func (s *server) start() (*session, []upTool, error) {
 			}
 		}
 		sess.cmd = cmd
-		t = &captureTransport{inner: &stdioTransport{cmd: cmd, grace: terminateGrace, cap: sess.cap}, cap: sess.cap}
+		t = &captureTransport{inner: &stdioTransport{cmd: cmd, grace: s.cfg.exitGrace(), cap: sess.cap}, cap: sess.cap}
 	} else {
 		t = &sdk.StreamableClientTransport{
 			Endpoint:   s.cfg.URL,
