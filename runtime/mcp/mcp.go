@@ -20,6 +20,14 @@
 // server that announces notifications/tools/list_changed has its tools
 // listed again and replaced in the engine.
 //
+// A server need not run for its tools to be offered: with a [ToolCache] in
+// [Options].Cache, Open registers the tools of a server whose list the
+// cache holds without starting it, and the server starts at the first call
+// of one of its tools (or at once, in the background, with
+// [Options].StartCached). [Options].Defer leaves out the servers a command
+// will not call. A server given a [Config].PingInterval is pinged while
+// idle, and one that does not answer is restarted.
+//
 // Once opened, the pool belongs to the engine it registered in: closing the
 // engine closes it (see [Pool]).
 package mcp
