@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/lathe-tools/lathe/internal/childenv"
 	"github.com/lathe-tools/lathe/internal/statedir"
@@ -184,7 +182,7 @@ func (c *ToolCache) load(s *server) ([]upTool, error) {
 	if err := statedir.CheckDir(c.dir, "MCP tool cache"); err != nil {
 		return nil, err
 	}
-	b, err := readPrivate(filepath.Join(c.dir, file))
+	b, err := statedir.ReadPrivate(filepath.Join(c.dir, file), maxToolCacheFile)
 	if err != nil {
 		return nil, err
 	}
@@ -210,29 +208,6 @@ func (c *ToolCache) load(s *server) ([]upTool, error) {
 	}
 	slices.SortFunc(tools, func(a, b upTool) int { return strings.Compare(a.upstream, b.upstream) })
 	return tools, nil
-}
-
-// readPrivate reads a cache file that only this user can have written: a
-// regular file, not a link, owned by this user and writable by no one
-// else.
-func readPrivate(p string) ([]byte, error) {
-	f, fi, err := statedir.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	switch {
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	case fi.Mode().Perm()&0o022 != 0:
-		return nil, fmt.Errorf("%s may be written by other users (mode %v)", p, fi.Mode().Perm())
-	case fi.Size() > maxToolCacheFile:
-		return nil, fmt.Errorf("%s is larger than a cache file can be", p)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return nil, fmt.Errorf("%s belongs to user %d, not to this user (%d)", p, st.Uid, os.Geteuid())
-	}
-	return io.ReadAll(io.LimitReader(f, maxToolCacheFile))
 }
 
 // cached makes a tool of a cache entry with the checks a listed tool
