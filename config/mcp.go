@@ -69,6 +69,15 @@ type MCPServer struct {
 	// local tool; empty means [sandbox] profile, and with neither the
 	// server runs as a host process with the minimal environment.
 	Profile SandboxProfile `toml:"profile"`
+	// Approval is the default approval of the server's tools: "allow",
+	// "ask" or "deny" for every call of them that no [[policy.rules]] rule
+	// decides. Empty leaves it to the tools' annotations.
+	Approval Approval `toml:"approval"`
+	// TrustAnnotations = true takes the server's annotations of its tools
+	// at their word (a read-only tool runs unasked, and beside other reads
+	// in a batch). Unset or false, only the hints that make a tool look
+	// more dangerous count (see [Distrust]).
+	TrustAnnotations *bool `toml:"trust_annotations"`
 	// Permissions add to [sandbox.permissions] for this server's command:
 	// paths it may read or write and the network (under a profile), and the
 	// names of variables of lathe's environment it receives.
