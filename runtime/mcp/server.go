@@ -59,7 +59,10 @@ type server struct {
 	lastFail   time.Time
 	started    bool // a session was established once
 	closed     bool
-	skipped    bool // an optional server that Open could not start
+	skipped    bool          // an optional server that Open could not start
+	fromCache  bool          // tools came from the cache; no session was established yet
+	deferred   bool          // neither started nor registered (Options.Defer)
+	gen        atomic.Uint64 // counts changes of tools found when a session started
 	tools      []upTool
 	inflight   map[uint64]*inflight
 	nextID     uint64
@@ -190,10 +193,12 @@ func (s *server) connect(wait time.Duration, done chan struct{}) {
 		sess, tools, err = s.start()
 	}
 
+	if err == nil {
+		s.adopt(tools)
+	}
 	s.mu.Lock()
 	s.connecting = nil
 	s.connErr = err
-	refresh := false
 	switch {
 	case err != nil:
 		s.failures++
@@ -205,7 +210,6 @@ func (s *server) connect(wait time.Duration, done chan struct{}) {
 		return
 	default:
 		s.sess = sess
-		refresh = s.started && !sameTools(s.tools, tools)
 		if s.started {
 			// A restarted server forgot its subscriptions, and may offer
 			// other resources and prompts (resources.go).
@@ -213,15 +217,15 @@ func (s *server) connect(wait time.Duration, done chan struct{}) {
 			go s.resume(sess)
 		}
 		s.started = true
-		s.tools = tools
 		s.wg.Add(1)
 		go s.watch(sess)
+		if s.cfg.PingInterval > 0 {
+			s.wg.Add(1)
+			go s.ping(sess)
+		}
 	}
 	s.mu.Unlock()
 	close(done)
-	if refresh {
-		s.pool.refreshed(s, tools)
-	}
 }
 
 // start starts the server, initializes a session and lists the tools,
@@ -241,7 +245,7 @@ func (s *server) start() (*session, []upTool, error) {
 		// A grandchild that keeps standard error open does not hold up
 		// the end of the session.
 		cmd.WaitDelay = terminateGrace
-		st := &stdioTransport{cmd: cmd, sandbox: s.cfg.Sandbox, grace: terminateGrace, cap: sess.cap,
+		st := &stdioTransport{cmd: cmd, sandbox: s.cfg.Sandbox, grace: s.cfg.exitGrace(), cap: sess.cap,
 			started: func(p *process.Proc) { sess.proc.Store(p) }}
 		t = &captureTransport{inner: st, cap: sess.cap}
 		// Tasks: task-augmented calls on the wire (tasks.go).
@@ -530,6 +534,7 @@ func (s *server) refresh() {
 				s.mu.Unlock()
 				if changed {
 					s.pool.refreshed(s, tools)
+					s.remember(tools)
 				}
 			}
 		}
@@ -546,6 +551,7 @@ func (s *server) refresh() {
 
 // call runs one tools/call.
 func (s *server) call(ctx context.Context, def *tool.Definition, upstream string, c *tool.Call) (*tool.Outcome, error) {
+	gen := s.gen.Load()
 	sess, err := s.session(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -553,6 +559,9 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 		}
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
 			Message: "cannot start MCP server " + s.cfg.Name, Err: err}
+	}
+	if err := s.stale(gen, def); err != nil {
+		return nil, err
 	}
 	hooks := tool.HooksFrom(ctx)
 	callCtx, cancelCall := context.WithCancel(ctx)
