@@ -61,7 +61,7 @@ type Middleware func(next Handler) Handler
 // question put to an MCP client) waits no longer than that, as the policy
 // waits no longer for an approval ([Invocation.Timeout]).
 func (e *Engine) CallTimeout(name string) (time.Duration, bool) {
-	en, ok := e.tools.Load().byName[name]
+	en, ok := e.tools.Load().get(name)
 	if !ok {
 		return 0, false
 	}
@@ -102,7 +102,7 @@ func (e *Engine) resolve(next Handler) Handler {
 				Message: "the engine is closed"}
 		}
 		reg := e.tools.Load()
-		en, ok := reg.byName[inv.Call.Name]
+		en, ok := reg.get(inv.Call.Name)
 		if !ok {
 			return nil, unknownToolError(inv.Call.Name, reg)
 		}

@@ -62,8 +62,10 @@ import (
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/policy"
+	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/tool"
 	"github.com/lathe-tools/lathe/tools"
+	"github.com/lathe-tools/lathe/tools/command"
 	"github.com/lathe-tools/lathe/trust"
 )
 
@@ -102,6 +104,23 @@ type Options struct {
 	// process tools and of upstream servers, the servers' own log messages.
 	// Nil discards it.
 	Logger *slog.Logger
+	// Need, when not nil, names the only tools the caller will call (lathe
+	// call NAME): an upstream server whose tool list is not cached is then
+	// started only if a needed name begins with its prefix, and is
+	// otherwise left out, its tools unregistered. Nil registers every
+	// server's tools, starting those the cache does not hold.
+	Need []string
+	// LongLived says the engine serves for long (lathe serve): servers
+	// whose tools came from the cache are started in the background at
+	// once, rather than at their first call, and idle upstream servers
+	// are pinged, every ping_interval of their [mcp.NAME] table or
+	// [DefaultPingInterval], and restarted when they do not answer. A
+	// one-shot command leaves it false and pings nothing.
+	LongLived bool
+	// RefreshToolCache starts every upstream server to list its tools, as
+	// if none were cached, and caches what they list (lathe list
+	// --refresh).
+	RefreshToolCache bool
 }
 
 // Untrusted is a workspace file that needs a person's trust and lacks it.
@@ -129,6 +148,10 @@ type Workspace struct {
 	Untrusted []Untrusted
 	// Engine holds the tools. It is nil for a Workspace from [ReadConfig].
 	Engine *lathe.Engine
+	// MCP is the pool of the [mcp.NAME] servers, which the engine owns;
+	// nil when none is configured. An MCP server face offers their
+	// resources and prompts through it (server.Options.Upstream).
+	MCP *mcp.Pool
 
 	store *lazyStore
 
@@ -236,10 +259,15 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 		},
 	})
 	w.Engine = e
-	std, err := tools.Standard(w.Dir, tools.Options{Describe: e.Lookup, Command: commandSandbox(cfg, w.Dir)})
+	std, err := tools.Standard(w.Dir, tools.Options{Describe: e.Lookup})
 	if err != nil {
 		return err
 	}
+	rc, err := command.New(w.Dir, *commandSandbox(cfg, w.Dir))
+	if err != nil {
+		return err
+	}
+	std = append(std, rc)
 	all := append(std, opts.Tools...)
 	known := make(map[string]bool, len(all))
 	for _, t := range all {

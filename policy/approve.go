@@ -122,6 +122,14 @@ type Options struct {
 	// FormatTimeout bounds a runtime's [tool.ArgumentFormatter]; zero
 	// means 5s.
 	FormatTimeout time.Duration
+	// Remedy, if set, says what would let a call run that was denied
+	// without anyone answering: by a deny rule or default, or for want of
+	// someone to ask (no approver, or one that could not be asked). It gets
+	// the decision of the rules or defaults (for an ask, the ask), and its
+	// answer, in the words of the configuration a person edits ("add
+	// [[policy.rules]] …"), is added to the denial's message. A person's
+	// refusal gets none: somebody answered.
+	Remedy func(def *tool.Definition, d Decision) string
 }
 
 // Middleware puts p into an engine's pipeline: denied calls end with
@@ -145,11 +153,12 @@ func middleware(p *Policy, opts Options) (lathe.Middleware, *sessionApprovals) {
 		return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
 			def := &inv.Tool.Definition
 			d := p.Decide(def, inv.Args)
+			asked, unanswered := d, d.Approval == Deny
 			var ended error
 			if d.Approval == Ask {
 				var v Verdict
 				rule := ruleName(d.Rule)
-				d, v, ended = settle(ctx, opts, inv, d, sessions)
+				d, v, unanswered, ended = settle(ctx, opts, inv, d, sessions)
 				inv.Emit(lathe.Event{Kind: lathe.EventApprovalAnswered,
 					Approval: &lathe.Approval{Rule: rule, Reason: d.Reason, Answer: string(v), By: d.By}})
 			}
@@ -160,8 +169,14 @@ func middleware(p *Policy, opts Options) (lathe.Middleware, *sessionApprovals) {
 				return nil, ended
 			}
 			if d.Approval != Allow {
+				msg := d.Reason
+				if unanswered && opts.Remedy != nil {
+					if r := opts.Remedy(def, asked); r != "" {
+						msg += "; " + r
+					}
+				}
 				return nil, &tool.Error{Kind: tool.KindDenied, Tool: def.Name, Runtime: def.Runtime, Stage: "policy",
-					Message: d.Reason}
+					Message: msg}
 			}
 			return next(ctx, inv)
 		}
@@ -226,29 +241,31 @@ func (s *sessionApprovals) len() int {
 // counts as "session", a stored grant as "always", a person's own call as
 // "once", and whatever does not allow the call as "deny". Only when an
 // approver is asked is [lathe.EventApprovalAsked] published, just before:
-// the other answers come at once, without anyone to wait for.
+// the other answers come at once, without anyone to wait for. unanswered
+// says that the call is denied because nobody could answer: there was no
+// one to ask, or asking failed.
 //
 // An approver is waited for no longer than the call may run
-// ([lathe.Invocation.Timeout]), nor past the caller's cancellation: a
-// question nobody answers ends the call, and ended says how (a timeout or
+// ([lathe.Invocation.Timeout]), nor past the caller's cancellation: an
+// approval nobody answers ends the call, and ended says how (a timeout or
 // a cancellation), so that the call ends as it would have had the tool
 // itself hung.
-func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision, sessions *sessionApprovals) (_ Decision, _ Verdict, ended error) {
+func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision, sessions *sessionApprovals) (_ Decision, _ Verdict, unanswered bool, ended error) {
 	name := inv.Tool.Definition.Name
 	command := grantCommand(inv.Args)
 	sid := lathe.SessionFrom(ctx)
 	key := name + "\x00" + command
 	if sessions.allowed(sid, key) {
-		return Decision{Approval: Allow, By: "session", Rule: d.Rule, Reason: "allowed for this session"}, AllowSession, nil
+		return Decision{Approval: Allow, By: "session", Rule: d.Rule, Reason: "allowed for this session"}, AllowSession, false, nil
 	}
 	if g, ok := grantDecision(ctx, opts.Grants, name, command, d); ok {
 		if g.Approval == Allow {
-			return g, AllowAlways, nil
+			return g, AllowAlways, false, nil
 		}
-		return g, Refuse, nil
+		return g, Refuse, false, nil
 	}
 	if who, ok := ctx.Value(personKey).(string); ok {
-		return Decision{Approval: Allow, By: who, Rule: d.Rule, Reason: "called by a person"}, AllowOnce, nil
+		return Decision{Approval: Allow, By: who, Rule: d.Rule, Reason: "called by a person"}, AllowOnce, false, nil
 	}
 	a, by := opts.Approver, "approver"
 	if ca, ok := ctx.Value(approverKey).(Approver); ok {
@@ -260,8 +277,8 @@ func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision
 		}
 	}
 	if a == nil {
-		return Decision{Approval: Deny, By: "nobody", Rule: d.Rule,
-			Reason: "the call needs approval (" + d.Reason + ") and there is no one to ask"}, Refuse, nil
+		return Decision{Approval: Deny, By: "nobody", Rule: d.Rule, Default: d.Default,
+			Reason: "the call needs approval (" + d.Reason + ") and there is no one to ask"}, Refuse, true, nil
 	}
 	req := &Request{Tool: &inv.Tool.Definition, Call: inv.Call, Arguments: render(ctx, opts, inv), Reason: d.Reason}
 	inv.Emit(lathe.Event{Kind: lathe.EventApprovalAsked, Approval: &lathe.Approval{Rule: ruleName(d.Rule), Reason: d.Reason}})
@@ -278,8 +295,8 @@ func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision
 		def := &inv.Tool.Definition
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			d := Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: "the call was cancelled while its approval was asked"}
-			return d, Refuse, &tool.Error{Kind: tool.KindCancelled, Tool: def.Name, Runtime: def.Runtime, Stage: "policy",
-				Message: d.Reason}
+			return d, Refuse, false, &tool.Error{Kind: tool.KindCancelled, Tool: def.Name, Runtime: def.Runtime,
+				Stage: "policy", Message: d.Reason}
 		}
 		// The caller's own deadline, or the call's timeout, whichever came first.
 		reason := fmt.Sprintf("nobody answered the approval within %s, the call's timeout", inv.Timeout())
@@ -287,32 +304,32 @@ func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision
 			reason = "nobody answered the approval before the call's deadline"
 		}
 		d := Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: reason}
-		return d, Refuse, &tool.Error{Kind: tool.KindTimeout, Tool: def.Name, Runtime: def.Runtime, Stage: "policy",
-			Message: reason}
+		return d, Refuse, false, &tool.Error{Kind: tool.KindTimeout, Tool: def.Name, Runtime: def.Runtime,
+			Stage: "policy", Message: reason}
 	}
 	if err != nil {
-		return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: "approval could not be asked: " + err.Error()}, Refuse, nil
+		return Decision{Approval: Deny, By: by, Rule: d.Rule, Default: d.Default, Reason: "approval could not be asked: " + err.Error()}, Refuse, true, nil
 	}
 	switch ans.Verdict {
 	case AllowOnce:
-		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved once"}, AllowOnce, nil
+		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved once"}, AllowOnce, false, nil
 	case AllowSession:
 		sessions.allow(ctx, sid, key)
-		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved for the session"}, AllowSession, nil
+		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved for the session"}, AllowSession, false, nil
 	case AllowAlways:
 		if opts.Grants != nil {
 			if err := opts.Grants.AddGrant(ctx, Grant{Tool: name, Command: command, Created: time.Now()}); err != nil {
-				return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved; the grant could not be stored: " + err.Error()}, AllowAlways, nil
+				return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved; the grant could not be stored: " + err.Error()}, AllowAlways, false, nil
 			}
 		}
 		sessions.allow(ctx, sid, key)
-		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved always"}, AllowAlways, nil
+		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved always"}, AllowAlways, false, nil
 	}
 	reason := "the person refused the call"
 	if ans.Reason != "" {
 		reason += ": " + ans.Reason
 	}
-	return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: reason}, Refuse, nil
+	return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: reason}, Refuse, false, nil
 }
 
 // ruleName names a rule in the engine's events: where it came from, else

@@ -14,10 +14,19 @@
 // Cancelling a call (notifications/cancelled) cancels the engine's call and
 // so the upstream one.
 //
+// Any call can run as an MCP task: the client gets a handle at once and
+// fetches the result later, from the same session or a later one (see
+// [TaskOptions] for the bounds).
+//
 // The server follows the engine's registry: when its tools change
 // ([lathe.EventToolsChanged], from Register, Replace, Unregister, or an
 // upstream server's own tools/list_changed), [Server.Sync] brings the
 // served tools in line and the SDK sends notifications/tools/list_changed.
+//
+// Given the engine's pool of upstream servers ([Options].Upstream), the
+// server also offers their resources, resource templates and
+// subscriptions, prompts, completion and logging, each declared only when
+// an upstream server declares it.
 package server
 
 import (
@@ -43,6 +52,7 @@ import (
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/internal/mcpconv"
+	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -67,6 +77,13 @@ type Options struct {
 	Instructions string
 	// Logger receives the SDK's and the server's own logs; nil discards them.
 	Logger *slog.Logger
+	// Upstream, if set, is the pool of upstream MCP servers whose
+	// resources, prompts, completion and logging the server offers besides
+	// the engine's tools, each only when a server of the pool declares it
+	// (see upstream.go). Without it, the server offers tools and logging.
+	Upstream *mcp.Pool
+	// Tasks bound what the server keeps for MCP tasks (see tasks.go).
+	Tasks TaskOptions
 }
 
 // Server serves an engine's tools over MCP.
@@ -87,6 +104,10 @@ type Server struct {
 	// unsubscribe ends the server's subscription to the engine's events.
 	unsubscribe func()
 	closeOnce   sync.Once
+	// surf mirrors the upstream servers' resources and prompts (upstream.go).
+	surf surfaceState
+	// tasks holds the MCP tasks of every client (see tasks.go).
+	tasks *taskStore
 }
 
 // clientSession is what the server keeps of one client's session.
@@ -115,15 +136,19 @@ func New(e *lathe.Engine, opts Options) *Server {
 	}
 	s := &Server{e: e, opts: opts, served: map[string]string{}, sessions: map[*sdk.ServerSession]*clientSession{},
 		byHTTPID: map[string]*clientSession{}}
-	s.mcp = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
+	sopts := &sdk.ServerOptions{
 		Instructions: opts.Instructions,
 		Logger:       opts.Logger,
 		Capabilities: &sdk.ServerCapabilities{
-			Tools:   &sdk.ToolCapabilities{ListChanged: true},
-			Logging: &sdk.LoggingCapabilities{},
+			Tools: &sdk.ToolCapabilities{ListChanged: true},
 		},
 		SupportedProtocolVersions: ProtocolVersions(),
-	})
+	}
+	// Resources, prompts, completion and logging, as the upstream servers
+	// back them (upstream.go).
+	s.surfaceOptions(sopts)
+	s.mcp = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, sopts)
+	s.gate(sopts)
 	// Sessions are tracked from their first request, so that Close also
 	// ends those whose client never finished initializing. Every request
 	// of a session ends when the session does: the SDK waits for the
@@ -135,9 +160,10 @@ func New(e *lathe.Engine, opts Options) *Server {
 			if !ok {
 				return next(ctx, method, req)
 			}
-			if method == "initialize" {
-				s.track(ss)
-			}
+			// Tracked from its first request, whatever it is: a client
+			// of MCP 2026-07-28 begins with server/discover, not
+			// initialize.
+			s.track(ss)
 			cs := s.session(ss)
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
@@ -146,6 +172,9 @@ func New(e *lathe.Engine, opts Options) *Server {
 			return next(ctx, method, req)
 		}
 	})
+	// Tasks: the task methods, and the middleware that answers
+	// task-augmented calls (tasks.go).
+	s.serveTasks()
 	// Subscribed before the first Sync, so that no change falls between.
 	// A subscriber that fell behind and lost events may have lost a change
 	// of the tools, so it syncs then too; Sync is idempotent.
@@ -155,6 +184,7 @@ func New(e *lathe.Engine, opts Options) *Server {
 		}
 	}, lathe.EventToolsChanged)
 	s.Sync()
+	s.startSurface() // upstream.go
 	return s
 }
 
@@ -206,6 +236,10 @@ func (s *Server) session(ss *sdk.ServerSession) *clientSession {
 	return cs
 }
 
+// sessionID names the session ss for the policy's "allow for the session"
+// and the engine's events (see session).
+func (s *Server) sessionID(ss *sdk.ServerSession) string { return s.session(ss).id }
+
 // endHTTPSession ends the calls of the streamable HTTP session id, which
 // its client is closing (DELETE): the SDK closes the session only once its
 // requests in flight are done.
@@ -235,6 +269,8 @@ func (s *Server) Close() error {
 		ss.Close()
 	}
 	s.wg.Wait()
+	// Tasks outlive their sessions, not the server (tasks.go).
+	s.tasks.close()
 	return nil
 }
 
@@ -519,7 +555,8 @@ func needsInput(q *tool.Question, why string) *sdk.CallToolResult {
 // the session's calls are cancelled, pending approvals and questions with
 // them, and ServeStdio returns once they have ended.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	ss, err := s.mcp.Connect(ctx, stdioTransport(in, out), nil)
+	// liftLines keeps a tools/call's "task" (tasks.go).
+	ss, err := s.mcp.Connect(ctx, stdioTransport(newLiftLines(in), out), nil)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/load"
+	"github.com/lathe-tools/lathe/tool"
 	"github.com/lathe-tools/lathe/trust"
 )
 
@@ -27,6 +28,21 @@ func (g *globals) openEngine() (*lathe.Engine, error) {
 	return w.Engine, nil
 }
 
+// lookupTool opens the workspace and finds the tool name in it. What lathe
+// makes of the tool is worked out from w.Config, the configuration the
+// engine was built from: the files are read once.
+func (g *globals) lookupTool(ctx context.Context, name string) (*load.Workspace, tool.Definition, error) {
+	w, err := g.openWorkspace(ctx)
+	if err != nil {
+		return nil, tool.Definition{}, err
+	}
+	d, ok := w.Engine.Lookup(name)
+	if !ok {
+		return nil, tool.Definition{}, w.Engine.UnknownTool(name)
+	}
+	return w, d, nil
+}
+
 // openWorkspace opens the workspace through the loader with what the
 // command line and the terminal give it: the person answers approvals,
 // questions of upstream servers and, under trustAsk, trust.
@@ -36,6 +52,9 @@ func (g *globals) openWorkspace(ctx context.Context) (*load.Workspace, error) {
 	opts.Approver = g.approver
 	opts.Hooks = g.hooks
 	opts.Logger = g.logger()
+	opts.Need = g.need
+	opts.LongLived = g.longLived
+	opts.RefreshToolCache = g.refresh
 	w, err := load.Open(ctx, opts)
 	if err != nil {
 		return nil, g.loadError(err)

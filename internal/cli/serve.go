@@ -62,13 +62,14 @@ func newServeCmd(g *globals) *cobra.Command {
 			// asks goes to the client whose call caused it, or is refused.
 			g.trust = trustRefuse
 			g.hooks = tool.Hooks{}
+			g.longLived = true
 			w, err := g.openWorkspace(cmd.Context())
 			if err != nil {
 				return err
 			}
 			e := w.Engine
 			defer w.Close()
-			srv := server.New(e, server.Options{Name: "lathe", Version: version()})
+			srv := server.New(e, server.Options{Name: "lathe", Version: version(), Upstream: w.MCP, Logger: g.logger()})
 			defer srv.Close()
 			ctx := cmd.Context()
 			if ln == nil {

@@ -40,6 +40,12 @@ func TestMain(m *testing.M) {
 	case "conformance":
 		mcptest.ServeConformance()
 		return
+	case "surface-a", "surface-b": // surface_test.go
+		mcptest.ServeSurface(strings.TrimPrefix(os.Getenv(serverEnv), "surface-"))
+		return
+	case "tasks":
+		serveTasks()
+		return
 	default:
 		fmt.Fprintln(os.Stderr, "unknown test server", os.Getenv(serverEnv))
 		os.Exit(2)

@@ -7,20 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lathe-tools/lathe"
-	"github.com/lathe-tools/lathe/internal/childenv"
 	"github.com/lathe-tools/lathe/internal/mcpconv"
+	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/schema"
 	"github.com/lathe-tools/lathe/tool"
 )
@@ -60,13 +60,18 @@ type server struct {
 	lastFail   time.Time
 	started    bool // a session was established once
 	closed     bool
-	skipped    bool // an optional server that Open could not start
+	skipped    bool          // an optional server that Open could not start
+	fromCache  bool          // tools came from the cache; no session was established yet
+	deferred   bool          // neither started nor registered (Options.Defer)
+	gen        atomic.Uint64 // counts changes of tools found when a session started
 	tools      []upTool
 	inflight   map[uint64]*inflight
 	nextID     uint64
 	// ended holds, for each session with a call that ended lately, until
-	// when its calls still count (see lingerAnswered).
+	// when its calls still count (see lingerAnswered); abandoned, the same
+	// for calls the server did not answer.
 	ended      map[string]time.Time
+	abandoned  map[string]time.Time
 	refreshing bool
 	again      bool
 }
@@ -75,11 +80,10 @@ type server struct {
 type session struct {
 	cs    *sdk.ClientSession
 	cap   *capture
-	cmd   *exec.Cmd // nil over HTTP
 	done  chan struct{}
 	close sync.Once
-	// cleanup undoes the sandbox of cmd once the process is gone.
-	cleanup func()
+	// proc is the server's process, nil over HTTP and until it starts.
+	proc atomic.Pointer[process.Proc]
 }
 
 // inflight is a call under way, found by the handlers of requests and
@@ -98,6 +102,11 @@ type inflight struct {
 	// taken to be the one a request naming no call is for.
 	session string
 	shared  bool
+	// followed says a call of another session ended, answered, just
+	// before this one began: a request that call's server sent before its
+	// answer may still be handled (its handler waits for nobody), but a
+	// notification is not, as a call waits for those (logging.go).
+	followed bool
 }
 
 // How long a call that ended still counts, for the attribution of what a
@@ -128,8 +137,15 @@ func newServer(p *Pool, cfg Config) *server {
 		LoggingMessageHandler:       s.log,
 		ElicitationHandler:          s.elicit,
 		CreateMessageHandler:        s.sample,
+		// Resources, prompts and logging besides tools (resources.go).
+		ResourceListChangedHandler: s.resourcesChanged,
+		PromptListChangedHandler:   s.promptsChanged,
+		ResourceUpdatedHandler:     s.resourceUpdated,
 	})
 	s.client.AddReceivingMiddleware(refuseRoots)
+	s.client.AddSendingMiddleware(s.levelInMeta) // logging.go
+	// Tasks: the task methods lathe sends upstream (tasks.go).
+	addTaskMethods(s.client)
 	return s
 }
 
@@ -222,10 +238,12 @@ func (s *server) connect(wait time.Duration, done chan struct{}) {
 		sess, tools, err = s.start()
 	}
 
+	if err == nil {
+		s.adopt(tools)
+	}
 	s.mu.Lock()
 	s.connecting = nil
 	s.connErr = err
-	refresh := false
 	switch {
 	case err != nil:
 		s.failures++
@@ -237,17 +255,22 @@ func (s *server) connect(wait time.Duration, done chan struct{}) {
 		return
 	default:
 		s.sess = sess
-		refresh = s.started && !sameTools(s.tools, tools)
+		if s.started {
+			// A restarted server forgot its subscriptions, and may offer
+			// other resources and prompts (resources.go).
+			s.wg.Add(1)
+			go s.resume(sess)
+		}
 		s.started = true
-		s.tools = tools
 		s.wg.Add(1)
 		go s.watch(sess)
+		if s.cfg.PingInterval > 0 {
+			s.wg.Add(1)
+			go s.ping(sess)
+		}
 	}
 	s.mu.Unlock()
 	close(done)
-	if refresh {
-		s.pool.refreshed(s, tools)
-	}
 }
 
 // start starts the server, initializes a session and lists the tools,
@@ -263,39 +286,34 @@ func (s *server) start() (*session, []upTool, error) {
 		cmd.Stderr = s.stderr
 		// The server gets lathe's one environment for children, never
 		// lathe's own: a token in it would be one tool call away.
-		cmd.Env = childenv.Build(s.cfg.PassEnv, s.cfg.Env)
+		cmd.Env = process.Env(s.cfg.PassEnv, s.cfg.Env)
 		// A grandchild that keeps standard error open does not hold up
 		// the end of the session.
 		cmd.WaitDelay = terminateGrace
-		if s.cfg.Sandbox == nil {
-			// Unconfined, the server is still supervised: what it starts
-			// ends with it, and everything ends with lathe. A sandbox
-			// brings the same supervision of its own, and must see the
-			// server's own program, not the supervisor's.
-			setProcessGroup(cmd)
-		} else {
-			var err error
-			sess.cleanup, err = s.cfg.Sandbox(cmd)
-			if err != nil {
-				sess.shut()
-				return nil, nil, fmt.Errorf("starting: sandbox: %w", err)
-			}
-		}
-		sess.cmd = cmd
-		t = &captureTransport{inner: &stdioTransport{cmd: cmd, grace: terminateGrace, cap: sess.cap}, cap: sess.cap}
+		st := &stdioTransport{cmd: cmd, sandbox: s.cfg.Sandbox, grace: s.cfg.exitGrace(), cap: sess.cap,
+			started: func(p *process.Proc) { sess.proc.Store(p) }}
+		t = &captureTransport{inner: st, cap: sess.cap}
+		// Tasks: task-augmented calls on the wire (tasks.go).
+		t = &taskTransport{inner: t}
 	} else {
 		t = &sdk.StreamableClientTransport{
-			Endpoint:   s.cfg.URL,
-			HTTPClient: &http.Client{Transport: &headerTransport{headers: s.cfg.Headers, cap: sess.cap}},
-			MaxRetries: 2,
+			Endpoint:     s.cfg.URL,
+			HTTPClient:   httpClient(s.cfg.URL, s.cfg.Headers, sess.cap),
+			OAuthHandler: s.cfg.OAuth,
+			MaxRetries:   2,
 		}
 	}
-	cs, err := s.client.Connect(ctx, t, nil)
+	cs, err := s.client.Connect(ctx, s.withTraffic(ctx, t), nil)
 	if err != nil {
 		sess.shut()
 		return nil, nil, s.startError("starting", ctx, err)
 	}
 	sess.cs = cs
+	// The log level lathe's clients and the configuration ask for
+	// (logging.go); a server that refuses it still serves its tools.
+	if err := s.applyLogLevel(ctx, cs); err != nil {
+		s.warn(fmt.Errorf("mcp server %s: logging/setLevel: %w", s.cfg.Name, err))
+	}
 	tools, err := s.list(ctx, sess)
 	if err != nil {
 		sess.shut()
@@ -322,6 +340,7 @@ func (s *server) startError(what string, ctx context.Context, err error) error {
 func (s *server) watch(sess *session) {
 	defer s.wg.Done()
 	sess.cs.Wait()
+	s.forgetSession(sess.cs) // logging.go
 	s.mu.Lock()
 	crashed := s.sess == sess && !s.closed
 	if s.sess == sess {
@@ -358,11 +377,11 @@ func (sess *session) shut() {
 		if sess.cs != nil {
 			sess.cs.Close()
 		}
-		if sess.cmd != nil {
-			killGroup(sess.cmd)
-		}
-		if sess.cleanup != nil {
-			sess.cleanup()
+		// Whatever is left of the server goes, with everything it
+		// started; waiting for it undoes its sandbox.
+		if p := sess.proc.Load(); p != nil {
+			p.Kill()
+			p.Wait()
 		}
 	})
 }
@@ -560,6 +579,7 @@ func (s *server) refresh() {
 				s.mu.Unlock()
 				if changed {
 					s.pool.refreshed(s, tools)
+					s.remember(tools)
 				}
 			}
 		}
@@ -576,6 +596,7 @@ func (s *server) refresh() {
 
 // call runs one tools/call.
 func (s *server) call(ctx context.Context, def *tool.Definition, upstream string, c *tool.Call) (*tool.Outcome, error) {
+	gen := s.gen.Load()
 	sess, err := s.session(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -583,6 +604,9 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 		}
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
 			Message: "cannot start MCP server " + s.cfg.Name, Err: err}
+	}
+	if err := s.stale(gen, def); err != nil {
+		return nil, err
 	}
 	hooks := tool.HooksFrom(ctx)
 	callCtx, cancelCall := context.WithCancel(ctx)
@@ -603,8 +627,24 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 	if hooks.Progress != nil || s.pool.opts.Hooks.Progress != nil {
 		params.SetProgressToken(progressToken(id))
 	}
-	res, err := sess.cs.CallTool(callCtx, params)
+	// Tasks: a tool its server offers to run as a task runs as one
+	// (tasks.go).
+	asTask := offersTasks(sess.cap.tool(upstream))
+	sendCtx := callCtx
+	if asTask {
+		askTask(callCtx, params)
+		var done context.CancelFunc
+		sendCtx, done = createContext(callCtx)
+		defer done()
+	}
+	res, err := sess.cs.CallTool(sendCtx, params)
+	if err == nil && asTask {
+		res, err = s.awaitTask(callCtx, sess, res)
+	}
 	answered = callCtx.Err() == nil
+	// The log and progress messages sent before the answer reach the call
+	// before it ends (logging.go).
+	sess.settle(callCtx)
 	if q := s.asked(id); q != nil {
 		// The server asked what only the caller can answer: whatever it
 		// did after that is moot, as the call runs again with the answer.
@@ -669,6 +709,13 @@ func (s *server) track(f *inflight) uint64 {
 		if now.After(until) {
 			delete(s.ended, sid)
 		} else if sid != f.session {
+			f.followed = true
+		}
+	}
+	for sid, until := range s.abandoned {
+		if now.After(until) {
+			delete(s.abandoned, sid)
+		} else if sid != f.session {
 			f.shared = true
 		}
 	}
@@ -703,6 +750,7 @@ func (s *server) asked(id uint64) *tool.Question {
 // elicitation, no client is shown another's question, and no call ends
 // with another's question.
 func (s *server) caller(ctx context.Context) (uint64, *inflight) {
+	_, notification := ctx.Value(notificationKey{}).(bool)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if id, ok := ctx.Value(inflightKey{}).(uint64); ok {
@@ -716,7 +764,7 @@ func (s *server) caller(ctx context.Context) (uint64, *inflight) {
 		return 0, nil
 	}
 	for id, f := range s.inflight {
-		if f.shared {
+		if f.shared || (f.followed && !notification) {
 			return 0, nil
 		}
 		return id, f
@@ -739,12 +787,21 @@ func (s *server) untrack(id uint64, answered bool) {
 		return
 	}
 	if s.ended == nil {
-		s.ended = map[string]time.Time{}
+		s.ended, s.abandoned = map[string]time.Time{}, map[string]time.Time{}
 	}
 	if until.After(s.ended[f.session]) {
 		s.ended[f.session] = until
 	}
+	if !answered && until.After(s.abandoned[f.session]) {
+		s.abandoned[f.session] = until
+	}
 }
+
+// notificationKey marks the context of a notification's handler for
+// caller: a call waits for the notifications read before its answer
+// (logging.go), so one that follows another session's answered call may
+// take what names no call.
+type notificationKey struct{}
 
 // claimant finds whom a request or notification from the server is for:
 // the hooks of the context it came with (the SDK's multi-round-trip path
@@ -771,6 +828,7 @@ func (s *server) claimant(ctx context.Context, has func(tool.Hooks) bool) (conte
 }
 
 func (s *server) progress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+	defer s.handledFor(req.Session) // logging.go
 	p := req.Params
 	tok, ok := p.ProgressToken.(string)
 	if !ok || !strings.HasPrefix(tok, "lathe-") {
@@ -793,12 +851,14 @@ func (s *server) progress(_ context.Context, req *sdk.ProgressNotificationClient
 }
 
 func (s *server) log(ctx context.Context, req *sdk.LoggingMessageRequest) {
+	defer s.handledFor(req.Session) // logging.go
 	p := req.Params
 	data, err := json.Marshal(p.Data)
 	if err != nil {
 		return
 	}
 	msg := tool.LogMessage{Level: string(p.Level), Logger: p.Logger, Data: data}
+	ctx = context.WithValue(ctx, notificationKey{}, true)
 	if _, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Log != nil }); ok {
 		release()
 		h.Log(msg)
@@ -806,6 +866,8 @@ func (s *server) log(ctx context.Context, req *sdk.LoggingMessageRequest) {
 	}
 	s.pool.opts.Logger.Debug("MCP server log", "server", s.cfg.Name, "level", msg.Level, "logger", msg.Logger,
 		"data", string(msg.Data))
+	// A message of no call reaches the pool's watchers (logging.go).
+	s.background(p)
 }
 
 // elicit answers a server's elicitation: from the answers of the call it
