@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +25,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(upstreamEnv) != "" {
+		serveVersionUpstream()
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -35,6 +35,19 @@ const (
 	terminateGrace = time.Second
 )
 
+// UpstreamProtocolVersion is the MCP version lathe asks an upstream server
+// for. From 2026-07-28 on, a server may not send a request to its client in
+// the middle of a call: it must answer the call with input requests
+// instead, and a server written against an older API (one that calls
+// Elicit or CreateMessage from its tool's handler, as most do) fails
+// with "cannot be sent while serving a request". Under 2025-11-25 both
+// kinds of server work: the old kind sends its requests as it always did,
+// and an SDK that speaks 2026-07-28 turns the input requests of a new one
+// into those same requests for an older client. A server that speaks only
+// 2026-07-28 answers initialize with it, and lathe then speaks it, the
+// SDK answering the input requests of its calls through the same handlers.
+const UpstreamProtocolVersion = "2025-11-25"
+
 // upTool is a tool as one server offers it.
 type upTool struct {
 	upstream string    // its name on the server
@@ -252,7 +265,7 @@ func (s *server) start() (*session, []upTool, error) {
 			MaxRetries: 2,
 		}
 	}
-	cs, err := s.client.Connect(ctx, t, nil)
+	cs, err := s.client.Connect(ctx, t, &sdk.ClientSessionOptions{ProtocolVersion: UpstreamProtocolVersion})
 	if err != nil {
 		sess.shut()
 		return nil, nil, s.startError("starting", ctx, err)

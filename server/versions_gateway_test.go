@@ -1,0 +1,174 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lathe-tools/lathe/runtime/mcp"
+	"github.com/lathe-tools/lathe/server"
+)
+
+// enumSchema is an elicitation schema with every enum form of MCP
+// 2025-11-25: plain, titled (oneOf), legacy (enumNames), and multiple
+// choice with and without titles.
+var enumSchema = json.RawMessage(`{"type":"object","properties":{
+	"plain":{"type":"string","enum":["a","b"]},
+	"titled":{"type":"string","oneOf":[{"const":"v1","title":"One"},{"const":"v2","title":"Two"}]},
+	"legacy":{"type":"string","enum":["x","y"],"enumNames":["Ex","Why"]},
+	"multi":{"type":"array","minItems":1,"items":{"type":"string","enum":["p","q"]}},
+	"titledMulti":{"type":"array","items":{"anyOf":[{"const":"v1","title":"One"},{"const":"v2","title":"Two"}]}}
+}}`)
+
+// upstreamEnv makes the test binary, run again, the upstream server of
+// [serveVersionUpstream] over stdio.
+const upstreamEnv = "LATHE_SERVER_TEST_UPSTREAM"
+
+// serveVersionUpstream is a go-sdk server whose tools ask their client in
+// each of the ways a server may: a request sent from the tool's handler in
+// the middle of the call (elicitation and sampling, as servers written
+// before 2026-07-28 do), and input requests returned as the call's result
+// (multi round trip, from 2026-07-28). Its version tool tells the
+// protocol version its session negotiated. It serves over stdio, where the
+// SDK speaks 2026-07-28 to a client that asks for it.
+func serveVersionUpstream() {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "upstream", Version: "1"}, nil)
+	textResult := func(s string) *sdk.CallToolResult {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
+	}
+	srv.AddTool(&sdk.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			res, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "pick", RequestedSchema: enumSchema})
+			if err != nil {
+				return nil, fmt.Errorf("elicitation failed: %w", err)
+			}
+			b, _ := json.Marshal(res.Content)
+			return textResult(res.Action + " " + string(b)), nil
+		})
+	srv.AddTool(&sdk.Tool{Name: "sample", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			res, err := req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 10,
+				Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "hi"}}}})
+			if err != nil {
+				return nil, fmt.Errorf("sampling failed: %w", err)
+			}
+			return textResult("model " + res.Model), nil
+		})
+	srv.AddTool(&sdk.Tool{Name: "ask_later", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			res, ok := req.Params.InputResponses["q"].(*sdk.ElicitResult)
+			if !ok {
+				return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"q": &sdk.ElicitParams{
+					Message: "name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`),
+				}}}, nil
+			}
+			b, _ := json.Marshal(res.Content)
+			return textResult(res.Action + " " + string(b)), nil
+		})
+	srv.AddTool(&sdk.Tool{Name: "version", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			v := "none"
+			if ip := req.Session.InitializeParams(); ip != nil {
+				v = ip.ProtocolVersion
+			}
+			return textResult(v), nil
+		})
+	if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// TestVersionPairs: whatever version a client of lathe speaks, an upstream
+// server's elicitation and sampling reach it and its answers go back, for
+// a server that sends its requests during the call and for one that
+// returns input requests. An upstream written with a go-sdk of 2026-07-28
+// that sends its requests during the call cannot do so once lathe has
+// negotiated 2026-07-28 with it ("cannot be sent while serving a
+// request"): lathe asks upstreams for 2025-11-25.
+func TestVersionPairs(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t)
+	none := ""
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := mcp.Open(ctx, e, []mcp.Config{{Name: "up", Command: []string{exe, "-test.run=^$"},
+		Env: map[string]string{upstreamEnv: "1"}, Prefix: &none}}, mcp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	srv := server.New(e, server.Options{})
+	defer srv.Close()
+	if r := callTool(t, connect(t, srv, nil), "version", map[string]any{}); text(r) != mcp.UpstreamProtocolVersion {
+		t.Errorf("lathe negotiated %q with the upstream server, want %q", text(r), mcp.UpstreamProtocolVersion)
+	}
+	for _, version := range []string{"", "2026-07-28", "2025-11-25", "2025-06-18"} {
+		name := version
+		if name == "" {
+			name = "newest"
+		}
+		t.Run(name, func(t *testing.T) {
+			var asked json.RawMessage
+			cs := connectVersion(t, srv, version, &sdk.ClientOptions{
+				ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+					asked, _ = json.Marshal(r.Params.RequestedSchema)
+					if strings.Contains(string(asked), "titledMulti") {
+						return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"plain": "b", "titled": "v2",
+							"legacy": "y", "multi": []any{"q"}, "titledMulti": []any{"v1"}}}, nil
+					}
+					return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+				},
+				CreateMessageHandler: func(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+					return &sdk.CreateMessageResult{Role: "assistant", Model: "client-model",
+						Content: &sdk.TextContent{Text: "hello"}}, nil
+				},
+			})
+			t.Logf("client %q was answered with %s", version, cs.InitializeResult().ProtocolVersion)
+			r := callTool(t, cs, "ask", map[string]any{})
+			if got := text(r); r.IsError || !strings.Contains(got, `"titledMulti":["v1"]`) || !strings.Contains(got, `"legacy":"y"`) {
+				t.Errorf("elicitation during the call: %s", got)
+			}
+			if !strings.Contains(string(asked), "enumNames") || !strings.Contains(string(asked), `"oneOf"`) {
+				t.Errorf("the client was not asked the upstream's schema as it was: %s", asked)
+			}
+			if r := callTool(t, cs, "sample", map[string]any{}); r.IsError || text(r) != "model client-model" {
+				t.Errorf("sampling during the call: %s", text(r))
+			}
+			if r := callTool(t, cs, "ask_later", map[string]any{}); r.IsError || text(r) != `accept {"name":"Ada"}` {
+				t.Errorf("input requests: %s", text(r))
+			}
+		})
+	}
+}
+
+// connectVersion connects a go-sdk client that asks for the protocol
+// version (the SDK's newest when empty) to srv in memory.
+func connectVersion(t *testing.T, srv *server.Server, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	ct, st := sdk.NewInMemoryTransports()
+	ss, err := srv.MCP().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, opts).Connect(context.Background(), ct,
+		&sdk.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("a client of version %q cannot connect: %v", version, err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+	})
+	return cs
+}
