@@ -22,9 +22,17 @@ func unknownToolError(name string, reg *registry) *tool.Error {
 	return &tool.Error{Kind: tool.KindUnknownTool, Tool: name, Stage: "resolve", Message: msg}
 }
 
+// UnknownTool returns the error of a call to name, a tool e does not hold:
+// an error of kind [tool.KindUnknownTool] whose message suggests the
+// registered names closest to it. Faces that look a tool up before calling
+// it ("describe", a face's catalog) report a miss with it, as a call would.
+func (e *Engine) UnknownTool(name string) *tool.Error {
+	return unknownToolError(name, e.tools.Load())
+}
+
 // suggest returns up to [maxSuggestions] registered names close to name,
-// closest first and none much farther than the closest: the same name in another case, a name that is name with an
-// upstream server's prefix ("files__read_file" for "read_file") or without
+// closest first and none much farther than the closest: the same name in
+// another case, a name that is name with an upstream server's prefix ("files__read_file" for "read_file") or without
 // it, or one a few edits away (a third of the name's length, at most 3).
 // It is on the error path only, and costs one small edit-distance table per
 // registered name of about the right length.

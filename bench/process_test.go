@@ -133,7 +133,7 @@ func BenchmarkProcessCommand(b *testing.B) {
 		b.Fatal(err)
 	}
 	args := json.RawMessage(`{"text":"hello, world"}`)
-	compare(b, 1, execFloor(b, dir, []string{echo, "hello, world"}, nil), func() {
+	cpuCompare(b, execFloor(b, dir, []string{echo, "hello, world"}, nil), func() {
 		out := e.Call(context.Background(), &tool.Call{Name: "echo", Arguments: args})
 		if out.Result == nil || out.Result.IsError || out.Result.Text() != "hello, world\n" {
 			b.Errorf("engine call failed: %+v", out.Result)

@@ -64,6 +64,7 @@ import (
 	"github.com/lathe-tools/lathe/policy"
 	"github.com/lathe-tools/lathe/tool"
 	"github.com/lathe-tools/lathe/tools"
+	"github.com/lathe-tools/lathe/tools/command"
 	"github.com/lathe-tools/lathe/trust"
 )
 
@@ -236,10 +237,15 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 		},
 	})
 	w.Engine = e
-	std, err := tools.Standard(w.Dir, tools.Options{Describe: e.Lookup, Command: commandSandbox(cfg, w.Dir)})
+	std, err := tools.Standard(w.Dir, tools.Options{Describe: e.Lookup})
 	if err != nil {
 		return err
 	}
+	rc, err := command.New(w.Dir, *commandSandbox(cfg, w.Dir))
+	if err != nil {
+		return err
+	}
+	std = append(std, rc)
 	all := append(std, opts.Tools...)
 	known := make(map[string]bool, len(all))
 	for _, t := range all {

@@ -51,7 +51,8 @@ func TestHardenedRuns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"inside", "dir=" + ws, "home=" + ws, "tmp=/tmp", "\nt\n"} {
+	// HOME is the run's own /tmp, never the workspace.
+	for _, want := range []string{"inside", "dir=" + ws, "home=/tmp ", "tmp=/tmp", "\nt\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

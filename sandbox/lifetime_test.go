@@ -27,6 +27,7 @@ import (
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/sandbox"
 	"github.com/lathe-tools/lathe/tool"
+	"github.com/lathe-tools/lathe/tools/command"
 )
 
 // helperMain lets the test binary play the parts these tests need, chosen
@@ -61,9 +62,9 @@ func helperMain() {
 }
 
 // startAs runs argv in the workspace ws as lathe runs a child in mode:
-// "dev", "standard" or "hardened" (Config.Wrap, which run_command uses
-// too), "process" (a process tool without a profile) or "mcp" (an upstream
-// MCP server; it never answers, so its start waits).
+// "dev", "standard" or "hardened" (Config.Wrap), "process" (a process tool
+// without a profile), "run_command" (under the dev profile) or "mcp" (an
+// upstream MCP server; it never answers, so its start waits).
 func startAs(mode, ws string, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctx := context.Background()
 	exe, _ := os.Executable()
@@ -88,6 +89,18 @@ func startAs(mode, ws string, argv []string, stdin io.Reader, stdout, stderr io.
 			return err
 		}
 		out, err := rt.Execute(ctx, &tool.Definition{Name: "t"}, &tool.Call{Name: "t", Arguments: json.RawMessage(`{}`)})
+		if err == nil && out.Result != nil {
+			fmt.Fprint(stdout, out.Result.Text())
+		}
+		return err
+	case "run_command":
+		rc, err := command.New(ws, sandbox.Config{Profile: sandbox.Dev, Limits: sandbox.Limits{Memory: -1}})
+		if err != nil {
+			return err
+		}
+		line := strings.Join(argv[2:], " ") // the script of /bin/sh -c
+		args, _ := json.Marshal(map[string]string{"command": line})
+		out, err := rc.Runtime.Execute(ctx, &rc.Definition, &tool.Call{Name: command.Name, Arguments: args})
 		if err == nil && out.Result != nil {
 			fmt.Fprint(stdout, out.Result.Text())
 		}
@@ -198,7 +211,7 @@ func TestOrphansDieWithLathe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, mode := range []string{"dev", "standard", "hardened", "process", "mcp"} {
+	for i, mode := range []string{"dev", "standard", "hardened", "process", "mcp", "run_command"} {
 		t.Run(mode, func(t *testing.T) {
 			requireMode(t, mode)
 			// The sleeps are told apart from any other by their length.

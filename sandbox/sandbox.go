@@ -37,6 +37,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"time"
@@ -151,7 +152,8 @@ type Permissions struct {
 	// namespace of its own with no interface up, and Landlock denies TCP.
 	Network bool `toml:"network"`
 	// Env names the variables that pass from lathe's environment, besides
-	// PATH, LANG and TERM. HOME and TMPDIR are set to the workspace and /tmp.
+	// PATH, LANG and TERM. TMPDIR is /tmp, and HOME a directory of the
+	// run's own, never the workspace.
 	Env []string `toml:"env"`
 }
 
@@ -195,20 +197,34 @@ type Config struct {
 
 // Env returns the environment of a sandboxed process: lathe's one rule for
 // children (PATH, LANG, TERM and the names of [Permissions].Env, from
-// lathe's own environment), with HOME set to the workspace and TMPDIR to
-// /tmp, since the host's are not inside the sandbox. Nothing else passes.
+// lathe's own environment), with TMPDIR set to /tmp, since the host's is
+// not inside the sandbox. Nothing else passes. [Config.Wrap] sets HOME.
 func (c Config) Env() []string {
-	env := childenv.Set(childenv.Build(c.Perms.Env, nil), "TMPDIR", "/tmp")
-	if c.Workspace != "" {
-		env = childenv.Set(env, "HOME", c.Workspace)
+	return childenv.Set(childenv.Build(c.Perms.Env, nil), "TMPDIR", "/tmp")
+}
+
+// privateHome returns the HOME of one run under profile p, and what
+// removes it. A run's HOME is never the workspace: programs write their
+// caches and settings there (Go's build cache, npm's), which would land in
+// the repository and carry from one run to the next. Under [Standard] and
+// [Hardened] it is the run's own /tmp, a fresh file system that ends with
+// the run; under [Dev] a new directory, readable by lathe's user only,
+// removed after the run.
+func privateHome(p Profile) (string, func(), error) {
+	if p != Dev {
+		return "/tmp", func() {}, nil
 	}
-	return env
+	dir, err := os.MkdirTemp("", "lathe-home-")
+	if err != nil {
+		return "", func() {}, fmt.Errorf("sandbox: a private HOME: %w", err)
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
 }
 
 // Wrap rewrites cmd, not yet started, to run under c. cmd.Path and
 // cmd.Args name the real program; cmd.Env should come from [Config.Env]
-// (Wrap drops every variable whose name is not allowed, and sets HOME and
-// TMPDIR). The returned
+// (Wrap drops every variable whose name is not allowed, sets TMPDIR, and
+// sets HOME to a directory of the run's own: see privateHome). The returned
 // cleanup, never nil, must be called once cmd has been waited for.
 //
 // Wrap sets cmd.SysProcAttr; a Setpgid already set is kept.
@@ -219,9 +235,15 @@ func (c Config) Wrap(cmd *exec.Cmd) (cleanup func(), err error) {
 	}
 	c.Profile = p
 	c.Limits = c.Limits.WithDefaults()
-	cmd.Env = childenv.Set(childenv.Filter(cmd.Env, c.Perms.Env), "TMPDIR", "/tmp")
-	if c.Workspace != "" {
-		cmd.Env = childenv.Set(cmd.Env, "HOME", c.Workspace)
+	home, removeHome, err := privateHome(p)
+	if err != nil {
+		return removeHome, err
 	}
-	return wrap(c, cmd)
+	cmd.Env = childenv.Set(childenv.Filter(cmd.Env, c.Perms.Env), "TMPDIR", "/tmp")
+	cmd.Env = childenv.Set(cmd.Env, "HOME", home)
+	undo, err := wrap(c, cmd)
+	return func() {
+		undo()
+		removeHome()
+	}, err
 }

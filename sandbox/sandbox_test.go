@@ -4,8 +4,11 @@ package sandbox
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -30,18 +33,35 @@ func TestWrapEnv(t *testing.T) {
 	cmd := exec.Command("/bin/true")
 	cmd.Env = []string{"KEEP=1", "SECRET=2", "HOME=/root", "TMPDIR=/var/tmp", "PATH=/bin", "NOEQUALS"}
 	cleanup, err := c.Wrap(cmd)
-	defer cleanup()
 	// Without cgo the dev profile is unavailable, but the environment is
 	// filtered all the same.
 	if err != nil && !(errors.Is(err, ErrUnavailable) && !haveInit) {
 		t.Fatal(err)
 	}
-	want := []string{"KEEP=1", "PATH=/bin", "TMPDIR=/tmp", "HOME=/ws"}
-	if !slices.Equal(cmd.Env, want) {
-		t.Errorf("env = %q, want %q", cmd.Env, want)
+	// HOME is a directory of the run's own, which lasts until the cleanup.
+	home := ""
+	if n := len(cmd.Env); n > 0 && strings.HasPrefix(cmd.Env[n-1], "HOME=") {
+		home = strings.TrimPrefix(cmd.Env[n-1], "HOME=")
 	}
-	if env := c.Env(); !slices.Contains(env, "HOME=/ws") || !slices.Contains(env, "LANG=C") {
+	want := []string{"KEEP=1", "PATH=/bin", "TMPDIR=/tmp", "HOME=" + home}
+	if !slices.Equal(cmd.Env, want) || !strings.HasPrefix(filepath.Base(home), "lathe-home-") {
+		t.Errorf("env = %q, want %q with a private HOME", cmd.Env, want)
+	}
+	if fi, err := os.Stat(home); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the private HOME %s: %v, %v", home, fi, err)
+	}
+	cleanup()
+	if _, err := os.Stat(home); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the private HOME %s outlived the cleanup: %v", home, err)
+	}
+	if env := c.Env(); slices.Contains(env, "HOME=/ws") || !slices.Contains(env, "LANG=C") {
 		t.Errorf("Env() = %q", env)
+	}
+	// Under the other profiles HOME is the run's private /tmp.
+	for _, p := range []Profile{Standard, Hardened} {
+		if h, _, err := privateHome(p); h != "/tmp" || err != nil {
+			t.Errorf("%s: HOME %q, %v; want /tmp", p, h, err)
+		}
 	}
 }
 

@@ -33,7 +33,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lathe-tools/lathe/sandbox"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -64,12 +63,6 @@ type Options struct {
 	// writes back; a larger one is refused before any of it is read. Zero
 	// means [DefaultMaxEditBytes].
 	MaxEditBytes int
-	// Command, when set, adds run_command, which runs command lines with
-	// /bin/sh in the workspace under this sandbox (its Workspace is set to
-	// the set's root; a zero Profile means the standard profile). It is
-	// left out by default, so that a shell is given to a model only by an
-	// explicit choice.
-	Command *sandbox.Config
 }
 
 // Names of the standard tools.
@@ -114,9 +107,6 @@ func Standard(root string, opts Options) ([]tool.Tool, error) {
 	}
 	if opts.Describe != nil {
 		builders = append(builders, s.describeTool)
-	}
-	if opts.Command != nil {
-		builders = append(builders, s.runTool)
 	}
 	var ts []tool.Tool
 	var errs []error

@@ -17,12 +17,15 @@ import (
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/sandbox"
 	"github.com/lathe-tools/lathe/tool"
-	"github.com/lathe-tools/lathe/tools"
+	"github.com/lathe-tools/lathe/tools/command"
 )
 
 // modeEnv makes the test binary a child that shows its environment: "print"
 // writes it on standard output, "mcp" serves it as an MCP tool over stdio.
 const modeEnv = "LATHE_CHILDENV_MODE"
+
+// privateHome stands for the HOME of a sandboxed run, a directory of its own.
+const privateHome = "(private)"
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(modeEnv) {
@@ -94,25 +97,21 @@ func TestChildren(t *testing.T) {
 			}
 			return call(t, e, "env", `{}`)
 		}},
-		{"run_command", "print", ws, func(t *testing.T) string {
+		{"run_command", "print", privateHome, func(t *testing.T) string {
 			// No cap on the address space: the child is this test binary,
 			// whose race detector, when on, reserves terabytes of it.
-			std, err := tools.Standard(ws, tools.Options{Command: &sandbox.Config{Profile: sandbox.Dev,
+			rc, err := command.New(ws, sandbox.Config{Profile: sandbox.Dev,
 				Limits: sandbox.Limits{Memory: -1},
-				Perms:  sandbox.Permissions{Env: []string{"LATHE_TEST_LISTED", modeEnv}}}})
+				Perms:  sandbox.Permissions{Env: []string{"LATHE_TEST_LISTED", modeEnv}}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			e := lathe.New(lathe.Options{})
 			defer e.Close()
-			for _, s := range std {
-				if s.Definition.Name == tools.RunCommand {
-					if err := e.Register(s); err != nil {
-						t.Fatal(err)
-					}
-				}
+			if err := e.Register(rc); err != nil {
+				t.Fatal(err)
 			}
-			return call(t, e, tools.RunCommand, fmt.Sprintf(`{"command":"exec %s -test.run='^$'"}`, exe))
+			return call(t, e, command.Name, fmt.Sprintf(`{"command":"exec %s -test.run='^$'"}`, exe))
 		}},
 		{"MCP server", "mcp", os.Getenv("HOME"), func(t *testing.T) string {
 			e := lathe.New(lathe.Options{})
@@ -132,6 +131,13 @@ func TestChildren(t *testing.T) {
 			got := environOf(c.spawn(t))
 			want := map[string]string{"LATHE_TEST_LISTED": "listed", "LANG": "C.UTF-8", "TERM": "xterm-test",
 				"PATH": os.Getenv("PATH"), "HOME": c.home, modeEnv: c.mode}
+			if c.home == privateHome {
+				// A sandboxed run's HOME is its own, never the workspace.
+				if h := got["HOME"]; h == "" || h == ws || strings.HasPrefix(h, ws+"/") {
+					t.Errorf("HOME = %q, want a directory of the run's own outside the workspace %s", h, ws)
+				}
+				delete(want, "HOME")
+			}
 			for k, v := range want {
 				if got[k] != v {
 					t.Errorf("%s = %q, want %q", k, got[k], v)

@@ -12,6 +12,7 @@ import (
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/load"
+	"github.com/lathe-tools/lathe/tool"
 	"github.com/lathe-tools/lathe/trust"
 )
 
@@ -25,6 +26,21 @@ func (g *globals) openEngine() (*lathe.Engine, error) {
 		return nil, err
 	}
 	return w.Engine, nil
+}
+
+// lookupTool opens the workspace and finds the tool name in it. What lathe
+// makes of the tool is worked out from w.Config, the configuration the
+// engine was built from: the files are read once.
+func (g *globals) lookupTool(ctx context.Context, name string) (*load.Workspace, tool.Definition, error) {
+	w, err := g.openWorkspace(ctx)
+	if err != nil {
+		return nil, tool.Definition{}, err
+	}
+	d, ok := w.Engine.Lookup(name)
+	if !ok {
+		return nil, tool.Definition{}, w.Engine.UnknownTool(name)
+	}
+	return w, d, nil
 }
 
 // openWorkspace opens the workspace through the loader with what the

@@ -64,17 +64,11 @@ func newDescribeCmd(g *globals) *cobra.Command {
 			"the configuration that set it (file:line) or \"default\".",
 		Args: usage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// What lathe makes of the tool is worked out from the
-			// configuration the engine was built from, read once.
-			w, err := g.openWorkspace(cmd.Context())
+			w, d, err := g.lookupTool(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			e, cfg, ws := w.Engine, w.Config, w.Dir
-			d, ok := e.Lookup(args[0])
-			if !ok {
-				return &tool.Error{Kind: tool.KindUnknownTool, Tool: args[0], Message: "no tool of this name; `lathe list` shows what exists"}
-			}
+			cfg, ws := w.Config, w.Dir
 			eff := effectiveOf(cmd.Context(), cfg, ws, d)
 			if asJSON {
 				return writeJSON(g.streams.Out, struct {

@@ -39,17 +39,11 @@ func newPolicyCheckCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &usageError{err}
 			}
-			// What lathe makes of the tool is worked out from the
-			// configuration the engine was built from, read once.
-			w, err := g.openWorkspace(cmd.Context())
+			w, d, err := g.lookupTool(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			e, cfg, ws := w.Engine, w.Config, w.Dir
-			d, ok := e.Lookup(args[0])
-			if !ok {
-				return &tool.Error{Kind: tool.KindUnknownTool, Tool: args[0], Message: "no tool of this name; `lathe list` shows what exists"}
-			}
+			cfg, ws := w.Config, w.Dir
 			v, err := prepareArguments(d, raw)
 			if err != nil {
 				return err

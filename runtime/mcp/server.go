@@ -13,13 +13,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/lathe-tools/lathe/internal/childenv"
 	"github.com/lathe-tools/lathe/internal/mcpconv"
+	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/schema"
 	"github.com/lathe-tools/lathe/tool"
 )
@@ -84,11 +85,10 @@ type server struct {
 type session struct {
 	cs    *sdk.ClientSession
 	cap   *capture
-	cmd   *exec.Cmd // nil over HTTP
 	done  chan struct{}
 	close sync.Once
-	// cleanup undoes the sandbox of cmd once the process is gone.
-	cleanup func()
+	// proc is the server's process, nil over HTTP and until it starts.
+	proc atomic.Pointer[process.Proc]
 }
 
 // inflight is a call under way, found by the handlers of requests and
@@ -238,26 +238,13 @@ func (s *server) start() (*session, []upTool, error) {
 		cmd.Stderr = s.stderr
 		// The server gets lathe's one environment for children, never
 		// lathe's own: a token in it would be one tool call away.
-		cmd.Env = childenv.Build(s.cfg.PassEnv, s.cfg.Env)
+		cmd.Env = process.Env(s.cfg.PassEnv, s.cfg.Env)
 		// A grandchild that keeps standard error open does not hold up
 		// the end of the session.
 		cmd.WaitDelay = terminateGrace
-		if s.cfg.Sandbox == nil {
-			// Unconfined, the server is still supervised: what it starts
-			// ends with it, and everything ends with lathe. A sandbox
-			// brings the same supervision of its own, and must see the
-			// server's own program, not the supervisor's.
-			setProcessGroup(cmd)
-		} else {
-			var err error
-			sess.cleanup, err = s.cfg.Sandbox(cmd)
-			if err != nil {
-				sess.shut()
-				return nil, nil, fmt.Errorf("starting: sandbox: %w", err)
-			}
-		}
-		sess.cmd = cmd
-		t = &captureTransport{inner: &stdioTransport{cmd: cmd, grace: terminateGrace, cap: sess.cap}, cap: sess.cap}
+		st := &stdioTransport{cmd: cmd, sandbox: s.cfg.Sandbox, grace: terminateGrace, cap: sess.cap,
+			started: func(p *process.Proc) { sess.proc.Store(p) }}
+		t = &captureTransport{inner: st, cap: sess.cap}
 	} else {
 		t = &sdk.StreamableClientTransport{
 			Endpoint:   s.cfg.URL,
@@ -265,7 +252,7 @@ func (s *server) start() (*session, []upTool, error) {
 			MaxRetries: 2,
 		}
 	}
-	cs, err := s.client.Connect(ctx, t, &sdk.ClientSessionOptions{ProtocolVersion: UpstreamProtocolVersion})
+	cs, err := s.client.Connect(ctx, s.withTraffic(ctx, t), &sdk.ClientSessionOptions{ProtocolVersion: UpstreamProtocolVersion})
 	if err != nil {
 		sess.shut()
 		return nil, nil, s.startError("starting", ctx, err)
@@ -333,11 +320,11 @@ func (sess *session) shut() {
 		if sess.cs != nil {
 			sess.cs.Close()
 		}
-		if sess.cmd != nil {
-			killGroup(sess.cmd)
-		}
-		if sess.cleanup != nil {
-			sess.cleanup()
+		// Whatever is left of the server goes, with everything it
+		// started; waiting for it undoes its sandbox.
+		if p := sess.proc.Load(); p != nil {
+			p.Kill()
+			p.Wait()
 		}
 	})
 }

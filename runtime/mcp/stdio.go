@@ -7,10 +7,11 @@ import (
 	"io"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lathe-tools/lathe/runtime/process"
 )
 
 // stdioTransport starts a server's command and speaks to it over its
@@ -20,10 +21,17 @@ import (
 // whole, so a tools/list answer that one tool spoils (nested past the JSON
 // decoder's depth, say) would otherwise end the session and cost every tool
 // of the server; screened, it costs that tool.
+//
+// The process starts through [process.Start], as every process lathe starts
+// does: in a session of its own, supervised or sandboxed, so that nothing
+// it starts outlives the session or lathe.
 type stdioTransport struct {
-	cmd   *exec.Cmd
-	grace time.Duration
-	cap   *capture
+	cmd     *exec.Cmd
+	sandbox func(*exec.Cmd) (func(), error)
+	grace   time.Duration
+	cap     *capture
+	// started receives the process once it has started.
+	started func(*process.Proc)
 }
 
 // maxLine bounds one message from a server, as the SDK's own default does.
@@ -38,20 +46,25 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.cmd.Start(); err != nil {
+	pr, err := process.Start(context.Background(), t.cmd, process.StartOptions{GracePeriod: t.grace, Sandbox: t.sandbox})
+	if err != nil {
 		return nil, err
 	}
-	p := &proc{cmd: t.cmd, stdin: stdin, grace: t.grace}
+	if t.started != nil {
+		t.started(pr)
+	}
+	p := &proc{p: pr, stdin: stdin, grace: t.grace}
 	r := &screenReader{src: bufio.NewReaderSize(stdout, 64<<10), cap: t.cap, proc: p}
 	return (&sdk.IOTransport{Reader: r, Writer: p, MaxLineLength: maxLine}).Connect(ctx)
 }
 
 // proc is the server's process, seen as the writing end of the session.
 // Closing it ends the process as MCP asks a client to: standard input is
-// closed, and a server that has not exited a grace period later gets
-// SIGTERM, and SIGKILL as long again after that.
+// closed, and a server that has not exited a grace period later is stopped
+// (SIGTERM to its group), and killed with everything it started as long
+// again after that.
 type proc struct {
-	cmd   *exec.Cmd
+	p     *process.Proc
 	stdin io.WriteCloser
 	grace time.Duration
 	once  sync.Once
@@ -64,21 +77,17 @@ func (p *proc) Close() error {
 		p.stdin.Close()
 		done := make(chan struct{})
 		go func() {
-			p.cmd.Wait()
+			p.p.Wait()
 			close(done)
 		}()
-		for _, sig := range []syscall.Signal{0, syscall.SIGTERM, syscall.SIGKILL} {
-			if sig != 0 {
-				p.cmd.Process.Signal(sig)
-			}
-			t := time.NewTimer(p.grace)
-			select {
-			case <-done:
-				t.Stop()
-				return
-			case <-t.C:
-			}
+		t := time.NewTimer(p.grace)
+		defer t.Stop()
+		select {
+		case <-done:
+			return
+		case <-t.C:
 		}
+		p.p.Stop()
 		<-done
 	})
 	return nil

@@ -19,13 +19,20 @@
 // [Command].Shell is set, and even then the values reach it as positional
 // parameters, never as code.
 //
-// Every call runs in a process group of its own, in the workspace root, with
-// a minimal environment ([DefaultEnv] plus the names the command lists). When
-// the call's context ends, the group gets SIGTERM, and SIGKILL after
-// [Options].GracePeriod; when the tool's main process exits, whatever it left
-// running in its group is killed. Standard output is capped
-// ([Options].MaxOutputBytes): past the cap the group is killed and the call
-// fails. Standard error is for logs; its tail goes into failures.
+// Every call runs in a session and process group of its own, in the
+// workspace root, with a minimal environment ([DefaultEnv] plus the names
+// the command lists). When the call's context ends, the group gets SIGTERM,
+// and after [Options].GracePeriod the tool and everything it started are
+// killed; when the tool's main process exits, whatever it left running is
+// killed. Standard output is capped ([Options].MaxOutputBytes): past the cap
+// the tool is killed and the call fails. Standard error is for logs; its
+// tail goes into failures.
+//
+// [Start] is that way of starting a process, and lathe's only one: process
+// tools, run_command (package tools/command) and the commands of MCP
+// servers all start through it. A library user who writes a runtime of his
+// own starts its processes with it too, and builds their environment with
+// [Env], so that they follow the same rules.
 //
 // [Describe] and [Cache] ask a binary for the definitions of its tools,
 // with the same [Options], sandbox included, as its calls.
@@ -128,7 +135,17 @@ type Options struct {
 	// Logger receives the tail of each call's standard error, at debug level
 	// (warn when the call failed). Nil discards it.
 	Logger *slog.Logger
+	// MergeStderr sends standard error to standard output, interleaved as
+	// the process writes them, for a command whose diagnostics are part of
+	// its result (a shell command line, a compiler). The result of a
+	// failing command with placeholders then shows all of its output, up to
+	// MaxOutputBytes, rather than the tails of the two.
+	MergeStderr bool
 }
+
+// ErrOutputLimit is wrapped by the error of a call whose tool wrote more
+// than [Options].MaxOutputBytes to standard output and was stopped.
+var ErrOutputLimit = errors.New("the output limit was passed")
 
 // Runtime runs one tool as a subprocess per call. Its methods are safe for
 // concurrent use.
@@ -396,7 +413,7 @@ func (r *Runtime) run(ctx context.Context, def *tool.Definition, argv []string, 
 
 	res, err := spawn(callCtx, spawnSpec{
 		path: r.path, argv: argv, dir: r.cmd.Dir, env: r.env, stdin: stdin,
-		maxOut: r.opts.MaxOutputBytes, grace: r.opts.GracePeriod, sandbox: r.opts.Sandbox,
+		maxOut: r.opts.MaxOutputBytes, grace: r.opts.GracePeriod, sandbox: r.opts.Sandbox, merge: r.opts.MergeStderr,
 	})
 	if len(res.stderr) > 0 {
 		r.log(ctx, def, res, err)
@@ -411,7 +428,8 @@ func (r *Runtime) run(ctx context.Context, def *tool.Definition, argv []string, 
 		return nil, r.fail(def, "start", "cannot start the tool", err)
 	case res.overflow:
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
-			Message: fmt.Sprintf("the tool wrote more than %d bytes to standard output and was stopped", r.opts.MaxOutputBytes)}
+			Message: fmt.Sprintf("the tool wrote more than %d bytes to standard output and was stopped", r.opts.MaxOutputBytes),
+			Err:     ErrOutputLimit}
 	}
 	return res, nil
 }
@@ -466,7 +484,10 @@ func (r *Runtime) plainOutcome(def *tool.Definition, res *result) (*tool.Outcome
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "the command failed (%s)", res.exitText())
-	if out := strings.TrimRight(text(res.stdout), "\n"); out != "" {
+	if out := strings.TrimRight(text(res.stdout), "\n"); out != "" && r.opts.MergeStderr {
+		b.WriteString("\noutput:\n")
+		b.WriteString(out)
+	} else if out != "" {
 		b.WriteString("\nstdout:\n")
 		b.WriteString(lastBytes(out, stderrShown))
 	}
