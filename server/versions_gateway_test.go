@@ -26,6 +26,13 @@ var enumSchema = json.RawMessage(`{"type":"object","properties":{
 	"titledMulti":{"type":"array","items":{"anyOf":[{"const":"v1","title":"One"},{"const":"v2","title":"Two"}]}}
 }}`)
 
+// typedItemsSchema is a titled multiple choice whose items also say
+// "type": "string", as some servers send it (go-sdk's conformance fixture
+// among them), which go-sdk's client refuses as it stands.
+var typedItemsSchema = json.RawMessage(`{"type":"object","properties":{
+	"colors":{"type":"array","items":{"type":"string","anyOf":[{"const":"r","title":"Red"},{"const":"g","title":"Green"}]}}
+}}`)
+
 // upstreamEnv makes the test binary, run again, the upstream server of
 // [serveVersionUpstream] over stdio.
 const upstreamEnv = "LATHE_SERVER_TEST_UPSTREAM"
@@ -50,6 +57,14 @@ func serveVersionUpstream() {
 			}
 			b, _ := json.Marshal(res.Content)
 			return textResult(res.Action + " " + string(b)), nil
+		})
+	srv.AddTool(&sdk.Tool{Name: "ask_typed", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			res, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "pick", RequestedSchema: typedItemsSchema})
+			if err != nil {
+				return nil, fmt.Errorf("elicitation failed: %w", err)
+			}
+			return textResult(res.Action), nil
 		})
 	srv.AddTool(&sdk.Tool{Name: "sample", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -123,6 +138,9 @@ func TestVersionPairs(t *testing.T) {
 			cs := connectVersion(t, srv, version, &sdk.ClientOptions{
 				ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 					asked, _ = json.Marshal(r.Params.RequestedSchema)
+					if strings.Contains(string(asked), "colors") {
+						return &sdk.ElicitResult{Action: "decline"}, nil
+					}
 					if strings.Contains(string(asked), "titledMulti") {
 						return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"plain": "b", "titled": "v2",
 							"legacy": "y", "multi": []any{"q"}, "titledMulti": []any{"v1"}}}, nil
@@ -141,6 +159,14 @@ func TestVersionPairs(t *testing.T) {
 			}
 			if !strings.Contains(string(asked), "enumNames") || !strings.Contains(string(asked), `"oneOf"`) {
 				t.Errorf("the client was not asked the upstream's schema as it was: %s", asked)
+			}
+			// The person declines, so that the upstream's own go-sdk does
+			// not check the answer against the schema it refuses itself.
+			if r := callTool(t, cs, "ask_typed", map[string]any{}); r.IsError || text(r) != "decline" {
+				t.Errorf("a titled multiple choice with typed items: %s", text(r))
+			}
+			if !strings.Contains(string(asked), `"colors"`) || !strings.Contains(string(asked), `"title":"Green"`) {
+				t.Errorf("the client was not asked the titled multiple choice: %s", asked)
 			}
 			if r := callTool(t, cs, "sample", map[string]any{}); r.IsError || text(r) != "model client-model" {
 				t.Errorf("sampling during the call: %s", text(r))

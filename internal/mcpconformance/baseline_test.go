@@ -27,6 +27,7 @@ var serverPass = []string{
 	"tools-call-sampling",
 	"tools-call-elicitation",
 	"elicitation-sep1034-defaults",
+	"elicitation-sep1330-enums",
 	"server-sse-multiple-streams",
 	"resources-list",
 	"prompts-list",
@@ -52,9 +53,6 @@ var serverExpectedFail = map[string]string{
 	"prompts-get-with-args":         notProxiedPrompts,
 	"prompts-get-embedded-resource": notProxiedPrompts,
 	"prompts-get-with-image":        notProxiedPrompts,
-	"elicitation-sep1330-enums": "the fixture's titled multiple choice gives its items both \"type\":\"string\" and anyOf; " +
-		"the go-sdk client lathe speaks to upstreams with refuses that schema before lathe sees the request " +
-		"(\"items must specify enum for untitled enums\"), and so does the go-sdk server face once the answer comes back",
 }
 
 // clientPass lists the client scenarios (suite core) that lathe's MCP

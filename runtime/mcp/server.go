@@ -121,6 +121,7 @@ func newServer(p *Pool, cfg Config) *server {
 		ElicitationHandler:          s.elicit,
 		CreateMessageHandler:        s.sample,
 	})
+	s.client.AddReceivingMiddleware(titledItemsLeniency)
 	return s
 }
 
