@@ -263,7 +263,7 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 		if ip := ss.InitializeParams(); ip != nil {
 			caps = ip.Capabilities
 		}
-		ctx = tool.WithHooks(ctx, s.hooks(ss, req.Params.GetProgressToken(), caps))
+		ctx = tool.WithHooks(ctx, s.hooks(ctx, ss, req.Params.GetProgressToken(), caps))
 		// An "allow for the session" a client's person gives holds for that
 		// client alone, not for every client of the server, nor for a later
 		// one.
@@ -305,22 +305,33 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 // forever.
 const maxQuestions = 16
 
-// hooks are the ways a call reaches back to the client that made it.
-func (s *Server) hooks(ss *sdk.ServerSession, token any, caps *sdk.ClientCapabilities) tool.Hooks {
+// hooks are the ways a call reaches back to the client that made it. What
+// they send goes out in the context of call, the context of the client's
+// tools/call: the SDK finds there which request it relates to, and over
+// streamable HTTP sends it on that request's stream, where the client
+// waits for it. Sent with another context (that of an upstream server's
+// request, say), it would go to the client's optional standalone stream,
+// and be lost when the client opened none.
+func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, token any, caps *sdk.ClientCapabilities) tool.Hooks {
+	// Notifications must not end with the call: a log message sent as it
+	// returns still belongs to it.
+	notify := context.WithoutCancel(call)
 	h := tool.Hooks{
 		Log: func(m tool.LogMessage) {
-			ss.Log(context.Background(), &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(m.Level), Logger: m.Logger,
+			ss.Log(notify, &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(m.Level), Logger: m.Logger,
 				Data: json.RawMessage(m.Data)})
 		},
 	}
 	if token != nil {
 		h.Progress = func(p tool.Progress) {
-			ss.NotifyProgress(context.Background(), &sdk.ProgressNotificationParams{ProgressToken: token,
+			ss.NotifyProgress(notify, &sdk.ProgressNotificationParams{ProgressToken: token,
 				Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
 	}
 	if caps != nil && caps.Elicitation != nil {
 		h.Elicit = func(ctx context.Context, r *tool.ElicitRequest) (*tool.ElicitResult, error) {
+			ctx, done := related(call, ctx)
+			defer done()
 			res, err := ss.Elicit(ctx, mcpconv.SDKElicit(r))
 			if err != nil {
 				return nil, err
@@ -334,6 +345,8 @@ func (s *Server) hooks(ss *sdk.ServerSession, token any, caps *sdk.ClientCapabil
 			if err != nil {
 				return nil, err
 			}
+			ctx, done := related(call, ctx)
+			defer done()
 			res, err := ss.CreateMessage(ctx, p)
 			if err != nil {
 				return nil, err
@@ -342,6 +355,15 @@ func (s *Server) hooks(ss *sdk.ServerSession, token any, caps *sdk.ClientCapabil
 		}
 	}
 	return h
+}
+
+// related returns a context with the values of call (which request of the
+// client a message relates to) that ends when ctx or call does, and the
+// function that releases it.
+func related(call, ctx context.Context) (context.Context, func()) {
+	merged, cancel := context.WithCancel(call)
+	stop := context.AfterFunc(ctx, cancel)
+	return merged, func() { stop(); cancel() }
 }
 
 // ask puts a tool's question to the client as an elicitation of one field,

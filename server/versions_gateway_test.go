@@ -1,9 +1,13 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -197,4 +201,100 @@ func connectVersion(t *testing.T, srv *server.Server, version string, opts *sdk.
 		ss.Wait()
 	})
 	return cs
+}
+
+// TestUpstreamRequestOnCallStream: over streamable HTTP, an upstream
+// server's elicitation reaches the client on the stream of the client's
+// tools/call, where a client waits for it, and not on the standalone
+// stream, which a client need not open: this client opens none, as the
+// conformance suite's client may not have yet when the request comes.
+func TestUpstreamRequestOnCallStream(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t)
+	none := ""
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := mcp.Open(ctx, e, []mcp.Config{{Name: "up", Command: []string{exe, "-test.run=^$"},
+		Env: map[string]string{upstreamEnv: "1"}, Prefix: &none}}, mcp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	srv := server.New(e, server.Options{})
+	defer srv.Close()
+	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{}))
+	defer ts.Close()
+	c := &rawClient{t: t, ctx: ctx, url: ts.URL + server.Path}
+
+	c.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",` +
+		`"capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"raw","version":"1"}}}`).Body.Close()
+	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
+	resp := c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask_typed","arguments":{}}}`)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	asked := false
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(data), &msg); err != nil {
+			t.Fatalf("the call's stream holds %q: %v", data, err)
+		}
+		switch {
+		case msg.Method == "elicitation/create":
+			asked = true
+			c.post(`{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"result":{"action":"decline"}}`).Body.Close()
+		case string(msg.ID) == "2":
+			if !asked || !strings.Contains(string(msg.Result), `"text":"decline"`) {
+				t.Fatalf("the call ended (asked on its stream: %v) with %s", asked, msg.Result)
+			}
+			return
+		}
+	}
+	t.Fatalf("the call's stream ended without its result (asked: %v): %v", asked, sc.Err())
+}
+
+// rawClient speaks streamable HTTP by hand, with no standalone stream.
+type rawClient struct {
+	t       *testing.T
+	ctx     context.Context
+	url     string
+	session string
+}
+
+func (c *rawClient) post(body string) *http.Response {
+	c.t.Helper()
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if c.session != "" {
+		req.Header.Set("Mcp-Session-Id", c.session)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("posting %s: %v", body, err)
+	}
+	if resp.StatusCode >= 300 {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		c.t.Fatalf("posting %s: %s: %s", body, resp.Status, b)
+	}
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		c.session = id
+	}
+	return resp
 }
