@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,14 +134,21 @@ func TestVersionPairs(t *testing.T) {
 	if r := callTool(t, connect(t, srv, nil), "version", map[string]any{}); text(r) != mcp.UpstreamProtocolVersion {
 		t.Errorf("lathe negotiated %q with the upstream server, want %q", text(r), mcp.UpstreamProtocolVersion)
 	}
-	for _, version := range []string{"", "2026-07-28", "2025-11-25", "2025-06-18"} {
-		name := version
-		if name == "" {
-			name = "newest"
+	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{}))
+	defer ts.Close()
+	for _, c := range []struct{ version, via string }{
+		{"", "memory"}, {"2026-07-28", "memory"}, {"2025-11-25", "memory"}, {"2025-06-18", "memory"},
+		{"", "http"}, {"2026-07-28", "http"}, {"2025-11-25", "http"},
+	} {
+		version := c.version
+		name := cmp.Or(version, "newest") + "/" + c.via
+		url := ""
+		if c.via == "http" {
+			url = ts.URL + server.Path
 		}
 		t.Run(name, func(t *testing.T) {
 			var asked json.RawMessage
-			cs := connectVersion(t, srv, version, &sdk.ClientOptions{
+			cs := connectVersion(t, srv, url, version, &sdk.ClientOptions{
 				ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 					asked, _ = json.Marshal(r.Params.RequestedSchema)
 					if strings.Contains(string(asked), "colors") {
@@ -156,7 +165,11 @@ func TestVersionPairs(t *testing.T) {
 						Content: &sdk.TextContent{Text: "hello"}}, nil
 				},
 			})
-			t.Logf("client %q was answered with %s", version, cs.InitializeResult().ProtocolVersion)
+			got := cs.InitializeResult().ProtocolVersion
+			t.Logf("client %q was answered with %s", version, got)
+			if !slices.Contains(server.ProtocolVersions(), got) || version != "" && version < got {
+				t.Errorf("a client of %q was answered with %q, which lathe does not speak or the client did not ask for", version, got)
+			}
 			r := callTool(t, cs, "ask", map[string]any{})
 			if got := text(r); r.IsError || !strings.Contains(got, `"titledMulti":["v1"]`) || !strings.Contains(got, `"legacy":"y"`) {
 				t.Errorf("elicitation during the call: %s", got)
@@ -183,13 +196,23 @@ func TestVersionPairs(t *testing.T) {
 }
 
 // connectVersion connects a go-sdk client that asks for the protocol
-// version (the SDK's newest when empty) to srv in memory.
-func connectVersion(t *testing.T, srv *server.Server, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
+// version (the SDK's newest when empty) to srv: over streamable HTTP at
+// url, or in memory when url is empty.
+func connectVersion(t *testing.T, srv *server.Server, url, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
-	ct, st := sdk.NewInMemoryTransports()
-	ss, err := srv.MCP().Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
+	var (
+		ct sdk.Transport
+		ss *sdk.ServerSession
+	)
+	if url != "" {
+		ct = &sdk.StreamableClientTransport{Endpoint: url}
+	} else {
+		var st sdk.Transport
+		ct, st = sdk.NewInMemoryTransports()
+		var err error
+		if ss, err = srv.MCP().Connect(context.Background(), st, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, opts).Connect(context.Background(), ct,
 		&sdk.ClientSessionOptions{ProtocolVersion: version})
@@ -198,7 +221,9 @@ func connectVersion(t *testing.T, srv *server.Server, version string, opts *sdk.
 	}
 	t.Cleanup(func() {
 		cs.Close()
-		ss.Wait()
+		if ss != nil {
+			ss.Wait()
+		}
 	})
 	return cs
 }
