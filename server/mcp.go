@@ -46,17 +46,18 @@ import (
 	"github.com/lathe-tools/lathe/tool"
 )
 
-// ProtocolVersions returns the MCP versions the server speaks. Versions from
-// 2026-07-28 on replace requests from server to client with multi-round-trip
-// results, which would need a suspended upstream call to be resumed across
-// requests; until lathe does that, it speaks the versions in which it can
-// forward an upstream server's elicitation and sampling as they come. A
-// client that asks for a newer version is answered with 2025-11-25. The
-// result is a copy: no package a program imports can make its servers claim
-// a version whose requests they cannot forward.
+// ProtocolVersions returns the MCP versions the server speaks, newest
+// first. Under 2026-07-28 a call's requests to its client (an upstream
+// server's elicitation or sampling, a question, an approval) go back as
+// input requests, and the call waits for the client's next round; under
+// the versions before it they are sent while the call runs. Over
+// streamable HTTP, where the SDK serves 2026-07-28 only without sessions,
+// a client of 2026-07-28 is answered with 2025-11-25. The result is a
+// copy: no package a program imports can make its servers claim a version
+// they do not speak.
 func ProtocolVersions() []string { return slices.Clone(protocolVersions) }
 
-var protocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+var protocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // Options configure a [Server]. The zero value is ready to use.
 type Options struct {
@@ -87,6 +88,9 @@ type Server struct {
 	wg          sync.WaitGroup
 	// unsubscribe ends the server's subscription to the engine's events.
 	unsubscribe func()
+	// rounds holds the calls of clients of MCP 2026-07-28 that wait for
+	// their client's answers.
+	rounds rounds
 }
 
 // New returns a server of e's tools.
@@ -115,7 +119,9 @@ func New(e *lathe.Engine, opts Options) *Server {
 	// ends those whose client never finished initializing.
 	s.mcp.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-			if ss, ok := req.GetSession().(*sdk.ServerSession); ok && method == "initialize" {
+			// A client of MCP 2026-07-28 begins with server/discover
+			// instead of initialize.
+			if ss, ok := req.GetSession().(*sdk.ServerSession); ok && (method == "initialize" || method == "server/discover") {
 				s.track(ss)
 			}
 			return next(ctx, method, req)
@@ -259,11 +265,27 @@ func sdkTool(d *tool.Definition) *sdk.Tool {
 func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		ss := req.Session
-		var caps *sdk.ClientCapabilities
-		if ip := ss.InitializeParams(); ip != nil {
-			caps = ip.Capabilities
+		// The client's capabilities: from the request under MCP
+		// 2026-07-28, else from its session's initialize.
+		caps := req.ClientCapabilities()
+		if multiRound(ss) {
+			// The client cannot be sent a request while its call runs:
+			// what the call asks goes back to it as input requests, and
+			// the call waits for its next tools/call (see rounds).
+			return s.rounds.serve(ctx, ss, req, func(ctx context.Context, to asker) *sdk.CallToolResult {
+				return s.run(ctx, ss, req, name, hasOutput, caps, to)
+			})
 		}
-		ctx = tool.WithHooks(ctx, s.hooks(ctx, ss, req.Params.GetProgressToken(), caps))
+		return s.run(ctx, ss, req, name, hasOutput, caps, ss), nil
+	}
+}
+
+// run runs a call through the engine; the call's requests to the client
+// go to to.
+func (s *Server) run(ctx context.Context, ss *sdk.ServerSession, req *sdk.CallToolRequest, name string, hasOutput bool,
+	caps *sdk.ClientCapabilities, to asker) *sdk.CallToolResult {
+	{
+		ctx = tool.WithHooks(ctx, s.hooks(ctx, ss, to, req.Params.GetProgressToken(), caps))
 		// An "allow for the session" a client's person gives holds for that
 		// client alone, not for every client of the server, nor for a later
 		// one.
@@ -275,20 +297,20 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 		for range maxQuestions {
 			out := s.e.Call(ctx, c)
 			if out.Question == nil {
-				return mcpconv.SDKResult(withoutStructured(out.Result, hasOutput)), nil
+				return mcpconv.SDKResult(withoutStructured(out.Result, hasOutput))
 			}
 			q := out.Question
 			if caps == nil || caps.Elicitation == nil {
-				return needsInput(q, "the client cannot be asked (it offers no elicitation)"), nil
+				return needsInput(q, "the client cannot be asked (it offers no elicitation)")
 			}
-			answer, ok, err := ask(ctx, ss, q)
+			answer, ok, err := ask(ctx, to, q)
 			if err != nil {
-				return needsInput(q, err.Error()), nil
+				return needsInput(q, err.Error())
 			}
 			if !ok {
 				r := tool.ErrorResult(&tool.Error{Kind: tool.KindDenied, Tool: name, Stage: "question",
 					Message: "the question was not answered: " + q.Text})
-				return mcpconv.SDKResult(r), nil
+				return mcpconv.SDKResult(r)
 			}
 			if c.Answers == nil {
 				c.Answers = map[string]any{}
@@ -297,7 +319,7 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 		}
 		r := tool.ErrorResult(&tool.Error{Kind: tool.KindRuntimeFailure, Tool: name, Stage: "question",
 			Message: fmt.Sprintf("the tool asked more than %d questions", maxQuestions)})
-		return mcpconv.SDKResult(r), nil
+		return mcpconv.SDKResult(r)
 	}
 }
 
@@ -312,7 +334,7 @@ const maxQuestions = 16
 // waits for it. Sent with another context (that of an upstream server's
 // request, say), it would go to the client's optional standalone stream,
 // and be lost when the client opened none.
-func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, token any, caps *sdk.ClientCapabilities) tool.Hooks {
+func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, to asker, token any, caps *sdk.ClientCapabilities) tool.Hooks {
 	// Notifications must not end with the call: a log message sent as it
 	// returns still belongs to it.
 	notify := context.WithoutCancel(call)
@@ -332,7 +354,7 @@ func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, token any, c
 		h.Elicit = func(ctx context.Context, r *tool.ElicitRequest) (*tool.ElicitResult, error) {
 			ctx, done := related(call, ctx)
 			defer done()
-			res, err := ss.Elicit(ctx, mcpconv.SDKElicit(r))
+			res, err := to.Elicit(ctx, mcpconv.SDKElicit(r))
 			if err != nil {
 				return nil, err
 			}
@@ -347,7 +369,7 @@ func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, token any, c
 			}
 			ctx, done := related(call, ctx)
 			defer done()
-			res, err := ss.CreateMessage(ctx, p)
+			res, err := to.CreateMessage(ctx, p)
 			if err != nil {
 				return nil, err
 			}
@@ -368,7 +390,7 @@ func related(call, ctx context.Context) (context.Context, func()) {
 
 // ask puts a tool's question to the client as an elicitation of one field,
 // "answer". ok is false when the person declined or cancelled.
-func ask(ctx context.Context, ss *sdk.ServerSession, q *tool.Question) (any, bool, error) {
+func ask(ctx context.Context, to asker, q *tool.Question) (any, bool, error) {
 	field := map[string]any{"title": q.Text}
 	switch q.Kind {
 	case tool.QuestionBoolean:
@@ -382,7 +404,7 @@ func ask(ctx context.Context, ss *sdk.ServerSession, q *tool.Question) (any, boo
 	if q.Default != nil {
 		field["default"] = q.Default
 	}
-	res, err := ss.Elicit(ctx, &sdk.ElicitParams{
+	res, err := to.Elicit(ctx, &sdk.ElicitParams{
 		Message: q.Text,
 		RequestedSchema: map[string]any{
 			"type":       "object",

@@ -17,6 +17,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/server"
 )
@@ -322,4 +323,23 @@ func (c *rawClient) post(body string) *http.Response {
 		c.session = id
 	}
 	return resp
+}
+
+// openUpstream opens, in e, a pool on the server of serveVersionUpstream
+// (the test binary run again), with no prefix.
+func openUpstream(t *testing.T, e *lathe.Engine) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := ""
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := mcp.Open(ctx, e, []mcp.Config{{Name: "up", Command: []string{exe, "-test.run=^$"},
+		Env: map[string]string{upstreamEnv: "1"}, Prefix: &none}}, mcp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
 }
