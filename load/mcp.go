@@ -42,12 +42,19 @@ func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string
 		} else if !filepath.IsAbs(dir) {
 			dir = filepath.Join(ws, dir)
 		}
-		cfgs = append(cfgs, mcp.Config{
+		c := mcp.Config{
 			Name: s.Name, Command: s.Command, Env: s.Env, PassEnv: s.Permissions.Env, Dir: dir,
 			URL: s.URL, Headers: s.Headers, Prefix: s.Prefix, Allow: s.Allow, Deny: s.Deny,
 			Timeout: s.Timeout, StartupTimeout: s.StartupTimeout, Optional: s.Optional,
 			Sandbox: mcpSandbox(cfg, s, ws, dir),
-		})
+		}
+		if s.URL != "" {
+			// The stored token of lathe auth login, if any (see oauth.go).
+			if h := oauthHandler(ws, s, opts.warn); h != nil {
+				c.OAuth = h
+			}
+		}
+		cfgs = append(cfgs, c)
 	}
 	defer func() { skippedTables(cfg, skipped, known, opts.warn) }()
 	if len(cfgs) == 0 {

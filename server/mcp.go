@@ -14,6 +14,10 @@
 // Cancelling a call (notifications/cancelled) cancels the engine's call and
 // so the upstream one.
 //
+// Any call can run as an MCP task: the client gets a handle at once and
+// fetches the result later, from the same session or a later one (see
+// [TaskOptions] for the bounds).
+//
 // The server follows the engine's registry: when its tools change
 // ([lathe.EventToolsChanged], from Register, Replace, Unregister, or an
 // upstream server's own tools/list_changed), [Server.Sync] brings the
@@ -68,6 +72,8 @@ type Options struct {
 	Instructions string
 	// Logger receives the SDK's and the server's own logs; nil discards them.
 	Logger *slog.Logger
+	// Tasks bound what the server keeps for MCP tasks (see tasks.go).
+	Tasks TaskOptions
 }
 
 // Server serves an engine's tools over MCP.
@@ -91,6 +97,8 @@ type Server struct {
 	// rounds holds the calls of clients of MCP 2026-07-28 that wait for
 	// their client's answers.
 	rounds rounds
+	// tasks holds the MCP tasks of every client (see tasks.go).
+	tasks *taskStore
 }
 
 // New returns a server of e's tools.
@@ -127,6 +135,9 @@ func New(e *lathe.Engine, opts Options) *Server {
 			return next(ctx, method, req)
 		}
 	})
+	// Tasks: the task methods, and the middleware that answers
+	// task-augmented calls (tasks.go).
+	s.serveTasks()
 	// Subscribed before the first Sync, so that no change falls between.
 	// A subscriber that fell behind and lost events may have lost a change
 	// of the tools, so it syncs then too; Sync is idempotent.
@@ -188,6 +199,8 @@ func (s *Server) Close() error {
 		ss.Close()
 	}
 	s.wg.Wait()
+	// Tasks outlive their sessions, not the server (tasks.go).
+	s.tasks.close()
 	return nil
 }
 
@@ -268,10 +281,11 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 		// The client's capabilities: from the request under MCP
 		// 2026-07-28, else from its session's initialize.
 		caps := req.ClientCapabilities()
-		if multiRound(ss) {
+		if _, task := ctx.Value(taskKey{}).(*task); multiRound(ss) && !task {
 			// The client cannot be sent a request while its call runs:
 			// what the call asks goes back to it as input requests, and
-			// the call waits for its next tools/call (see rounds).
+			// the call waits for its next tools/call (see rounds). A
+			// task's call has no next tools/call: its result is fetched.
 			return s.rounds.serve(ctx, ss, req, func(ctx context.Context, to asker) *sdk.CallToolResult {
 				return s.run(ctx, ss, req, name, hasOutput, caps, to)
 			})
@@ -459,7 +473,8 @@ func needsInput(q *tool.Question, why string) *sdk.CallToolResult {
 // A line that holds no JSON-RPC message is answered with a JSON-RPC error
 // (parse error or invalid request), and the session goes on.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	err := s.mcp.Run(ctx, stdioTransport(in, out))
+	// liftLines keeps a tools/call's "task" (tasks.go).
+	err := s.mcp.Run(ctx, stdioTransport(newLiftLines(in), out))
 	if ctx.Err() != nil {
 		return nil
 	}

@@ -253,7 +253,7 @@ func TestUpstreamRequestOnCallStream(t *testing.T) {
 	defer srv.Close()
 	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{}))
 	defer ts.Close()
-	c := &rawClient{t: t, ctx: ctx, url: ts.URL + server.Path}
+	c := &streamClient{t: t, ctx: ctx, url: ts.URL + server.Path}
 
 	c.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",` +
 		`"capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"raw","version":"1"}}}`).Body.Close()
@@ -290,15 +290,15 @@ func TestUpstreamRequestOnCallStream(t *testing.T) {
 	t.Fatalf("the call's stream ended without its result (asked: %v): %v", asked, sc.Err())
 }
 
-// rawClient speaks streamable HTTP by hand, with no standalone stream.
-type rawClient struct {
+// streamClient speaks streamable HTTP by hand, with no standalone stream.
+type streamClient struct {
 	t       *testing.T
 	ctx     context.Context
 	url     string
 	session string
 }
 
-func (c *rawClient) post(body string) *http.Response {
+func (c *streamClient) post(body string) *http.Response {
 	c.t.Helper()
 	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, strings.NewReader(body))
 	if err != nil {

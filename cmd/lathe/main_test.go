@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 		"lathe-sdk-tool": sdkTool,
 		// lathe-test-mcp is an upstream MCP server (mcptest.ServeEnv).
 		"lathe-test-mcp": func() { mcptest.ServeEnv("lathe-test-mcp") },
+		// lathe-test-liar is an upstream MCP server that calls its env-dumping
+		// tool read-only (mcptest.ServeLiar).
+		"lathe-test-liar": func() { mcptest.ServeLiar("lathe-test-liar") },
 	})
 }
 

@@ -38,6 +38,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -72,8 +74,15 @@ type Config struct {
 	Dir string
 	// URL is the endpoint of a server spoken to over streamable HTTP.
 	URL string
-	// Headers are sent with every HTTP request (Authorization, say).
+	// Headers are sent with every HTTP request (Authorization, say), and
+	// only to the origin of URL: a redirect to another origin is not
+	// followed.
 	Headers map[string]string
+	// OAuth, if set, authorizes the requests to URL: it gives the token
+	// of each request and runs the authorization flow when the server
+	// answers 401 (see package runtime/mcp/oauth). Its token, like
+	// Headers, goes to URL's origin only.
+	OAuth auth.OAuthHandler
 	// Prefix is put before each tool's name; nil means Name + "__".
 	Prefix *string
 	// Allow, if not empty, keeps only the tools whose upstream name matches
@@ -128,6 +137,8 @@ func (c *Config) validate() error {
 		return errors.New("set command or url, not both")
 	case len(c.Command) == 0 && c.URL == "":
 		return errors.New("set command (a server over stdio) or url (a server over streamable HTTP)")
+	case c.OAuth != nil && c.URL == "":
+		return errors.New("OAuth authorizes a server over HTTP; this one runs a command")
 	}
 	for _, p := range slices.Concat(c.Allow, c.Deny) {
 		if _, err := path.Match(p, ""); err != nil {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -122,6 +121,8 @@ func newServer(p *Pool, cfg Config) *server {
 		CreateMessageHandler:        s.sample,
 	})
 	s.client.AddReceivingMiddleware(titledItemsLeniency)
+	// Tasks: the task methods lathe sends upstream (tasks.go).
+	addTaskMethods(s.client)
 	return s
 }
 
@@ -246,11 +247,14 @@ func (s *server) start() (*session, []upTool, error) {
 		st := &stdioTransport{cmd: cmd, sandbox: s.cfg.Sandbox, grace: terminateGrace, cap: sess.cap,
 			started: func(p *process.Proc) { sess.proc.Store(p) }}
 		t = &captureTransport{inner: st, cap: sess.cap}
+		// Tasks: task-augmented calls on the wire (tasks.go).
+		t = &taskTransport{inner: t}
 	} else {
 		t = &sdk.StreamableClientTransport{
-			Endpoint:   s.cfg.URL,
-			HTTPClient: &http.Client{Transport: &headerTransport{headers: s.cfg.Headers, cap: sess.cap}},
-			MaxRetries: 2,
+			Endpoint:     s.cfg.URL,
+			HTTPClient:   httpClient(s.cfg.URL, s.cfg.Headers, sess.cap),
+			OAuthHandler: s.cfg.OAuth,
+			MaxRetries:   2,
 		}
 	}
 	cs, err := s.client.Connect(ctx, s.withTraffic(ctx, t), &sdk.ClientSessionOptions{ProtocolVersion: UpstreamProtocolVersion})
@@ -562,7 +566,20 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 	if hooks.Progress != nil || s.pool.opts.Hooks.Progress != nil {
 		params.SetProgressToken(progressToken(id))
 	}
-	res, err := sess.cs.CallTool(callCtx, params)
+	// Tasks: a tool its server offers to run as a task runs as one
+	// (tasks.go).
+	asTask := offersTasks(sess.cap.tool(upstream))
+	sendCtx := callCtx
+	if asTask {
+		askTask(callCtx, params)
+		var done context.CancelFunc
+		sendCtx, done = createContext(callCtx)
+		defer done()
+	}
+	res, err := sess.cs.CallTool(sendCtx, params)
+	if err == nil && asTask {
+		res, err = s.awaitTask(callCtx, sess, res)
+	}
 	if q := s.asked(id); q != nil {
 		// The server asked what only the caller can answer: whatever it
 		// did after that is moot, as the call runs again with the answer.
