@@ -56,31 +56,28 @@ var serverExpectedFail = map[string]string{
 }
 
 // clientPass lists the client scenarios (suite core) that lathe's MCP
-// client passes.
+// client passes: all of them.
 var clientPass = []string{
 	"initialize",
 	"tools_call",
 	"elicitation-sep1034-client-defaults",
 	"sse-retry",
+	"auth/metadata-default",
+	"auth/metadata-var1",
+	"auth/metadata-var2",
+	"auth/metadata-var3",
+	"auth/basic-cimd",
+	"auth/scope-from-www-authenticate",
+	"auth/scope-from-scopes-supported",
+	"auth/scope-omitted-when-undefined",
+	"auth/scope-step-up",
+	"auth/scope-retry-limit",
+	"auth/token-endpoint-auth-basic",
+	"auth/token-endpoint-auth-post",
+	"auth/token-endpoint-auth-none",
+	"auth/pre-registration",
 }
-
-const noOAuth = "lathe's MCP client does not run the MCP authorization flow (OAuth) yet"
 
 // clientExpectedFail names the client scenarios lathe's MCP client fails,
-// with the reason.
-var clientExpectedFail = map[string]string{
-	"auth/metadata-default":             noOAuth,
-	"auth/metadata-var1":                noOAuth,
-	"auth/metadata-var2":                noOAuth,
-	"auth/metadata-var3":                noOAuth,
-	"auth/basic-cimd":                   noOAuth,
-	"auth/scope-from-www-authenticate":  noOAuth,
-	"auth/scope-from-scopes-supported":  noOAuth,
-	"auth/scope-omitted-when-undefined": noOAuth,
-	"auth/scope-step-up":                noOAuth,
-	"auth/scope-retry-limit":            noOAuth,
-	"auth/token-endpoint-auth-basic":    noOAuth,
-	"auth/token-endpoint-auth-post":     noOAuth,
-	"auth/token-endpoint-auth-none":     noOAuth,
-	"auth/pre-registration":             noOAuth,
-}
+// with the reason: none.
+var clientExpectedFail = map[string]string{}

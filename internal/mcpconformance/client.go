@@ -15,18 +15,21 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"os"
 	"strings"
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/runtime/mcp"
+	"github.com/lathe-tools/lathe/runtime/mcp/oauth"
 	"github.com/lathe-tools/lathe/tool"
 )
 
 // scenarioCalls says which tool each client scenario expects to be called,
 // and with what: the suite's server for the scenario offers it and checks
-// what the call did. A scenario not named here (initialize, the auth
-// scenarios' discovery) needs only the session and its tool list, except
-// for the auth scenarios, which call "test-tool".
+// what the call did. A scenario not named here (initialize) needs only the
+// session and its tool list, except for the auth scenarios, which call
+// "test-tool" once lathe's OAuth handler has a token.
 var scenarioCalls = map[string]struct {
 	tool string
 	args string
@@ -52,7 +55,15 @@ func RunClient(ctx context.Context, scenario, url string, log io.Writer) error {
 		},
 		Log: func(m tool.LogMessage) { fmt.Fprintf(log, "server log (%s): %s\n", m.Level, m.Data) },
 	}
-	_, err := mcp.Open(ctx, e, []mcp.Config{{Name: "conformance", URL: url, Prefix: &none}}, mcp.Options{
+	cfg := mcp.Config{Name: "conformance", URL: url, Prefix: &none}
+	if strings.HasPrefix(scenario, "auth/") {
+		h, err := authorizer(url)
+		if err != nil {
+			return err
+		}
+		cfg.OAuth = h
+	}
+	_, err := mcp.Open(ctx, e, []mcp.Config{cfg}, mcp.Options{
 		Hooks:  hooks,
 		Logger: slog.New(slog.NewTextHandler(log, nil)),
 		Warn:   func(err error) { fmt.Fprintln(log, "warning:", err) },
@@ -86,4 +97,52 @@ func RunClient(ctx context.Context, scenario, url string, log io.Writer) error {
 		return fmt.Errorf("calling %s failed: %s", c.tool, b)
 	}
 	return nil
+}
+
+// authorizer is lathe's OAuth handler for the auth scenarios, with the
+// browser played by the program: it asks for the authorization URL, which
+// the suite's authorization server answers at once with a redirect, and
+// follows that redirect to lathe's loopback listener. A client registered
+// beforehand comes in MCP_CONFORMANCE_CONTEXT.
+func authorizer(serverURL string) (*oauth.Handler, error) {
+	var conf struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+	}
+	if c := os.Getenv("MCP_CONFORMANCE_CONTEXT"); c != "" {
+		if err := json.Unmarshal([]byte(c), &conf); err != nil {
+			return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+		}
+	}
+	browser := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return oauth.NewHandler(oauth.Options{
+		Server: "conformance", URL: serverURL,
+		ClientID: conf.ClientID, ClientSecret: conf.ClientSecret,
+		ClientMetadataURL: "https://conformance-test.local/client-metadata.json",
+		Open: func(ctx context.Context, authURL string) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := browser.Do(req)
+			if err != nil {
+				return fmt.Errorf("authorization URL: %w", err)
+			}
+			resp.Body.Close()
+			loc := resp.Header.Get("Location")
+			if loc == "" {
+				return fmt.Errorf("the authorization URL answered %s, with no redirect", resp.Status)
+			}
+			req, err = http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
+			if err != nil {
+				return err
+			}
+			resp, err = browser.Do(req)
+			if err != nil {
+				return fmt.Errorf("following the redirect to %s: %w", loc, err)
+			}
+			resp.Body.Close()
+			return nil
+		},
+	})
 }
