@@ -56,6 +56,11 @@ type MCPServer struct {
 	Timeout time.Duration `toml:"timeout"`
 	// StartupTimeout bounds starting the server and listing its tools.
 	StartupTimeout time.Duration `toml:"startup_timeout"`
+	// PingInterval is how long a long-lived lathe (lathe serve) lets the
+	// server sit idle before it checks, with a ping, that the server still
+	// answers; one that does not is restarted. Nil means the loader's
+	// default; "0s" turns pinging off. One-shot commands never ping.
+	PingInterval *time.Duration `toml:"ping_interval"`
 	// Optional = true reports a server that cannot be started, or whose
 	// ${VAR} is not set, and goes on without it; otherwise such a server is
 	// an error.

@@ -111,6 +111,14 @@ func TestScripts(t *testing.T) {
 			}
 			env.Defer(func() { os.RemoveAll(state) })
 			env.Setenv("XDG_STATE_HOME", state)
+			// So does the cache of MCP servers' tool lists, which is
+			// refused inside the workspace too.
+			cache, err := os.MkdirTemp("", "lathe-cache-")
+			if err != nil {
+				return err
+			}
+			env.Defer(func() { os.RemoveAll(cache) })
+			env.Setenv("XDG_CACHE_HOME", cache)
 			// The reference MCP servers, for mcp*.txtar and serve*.txtar.
 			env.Setenv("MCP_NODE_MODULES", mcptest.NodeModules())
 			return nil

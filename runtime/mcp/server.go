@@ -72,7 +72,10 @@ type server struct {
 	lastFail   time.Time
 	started    bool // a session was established once
 	closed     bool
-	skipped    bool // an optional server that Open could not start
+	skipped    bool          // an optional server that Open could not start
+	fromCache  bool          // tools came from the cache; no session was established yet
+	deferred   bool          // neither started nor registered (Options.Defer)
+	gen        atomic.Uint64 // counts changes of tools found when a session started
 	tools      []upTool
 	inflight   map[uint64]*inflight
 	nextID     uint64
@@ -199,10 +202,12 @@ func (s *server) connect(wait time.Duration, done chan struct{}) {
 		sess, tools, err = s.start()
 	}
 
+	if err == nil {
+		s.adopt(tools)
+	}
 	s.mu.Lock()
 	s.connecting = nil
 	s.connErr = err
-	refresh := false
 	switch {
 	case err != nil:
 		s.failures++
@@ -214,17 +219,16 @@ func (s *server) connect(wait time.Duration, done chan struct{}) {
 		return
 	default:
 		s.sess = sess
-		refresh = s.started && !sameTools(s.tools, tools)
 		s.started = true
-		s.tools = tools
 		s.wg.Add(1)
 		go s.watch(sess)
+		if s.cfg.PingInterval > 0 {
+			s.wg.Add(1)
+			go s.ping(sess)
+		}
 	}
 	s.mu.Unlock()
 	close(done)
-	if refresh {
-		s.pool.refreshed(s, tools)
-	}
 }
 
 // start starts the server, initializes a session and lists the tools,
@@ -244,7 +248,7 @@ func (s *server) start() (*session, []upTool, error) {
 		// A grandchild that keeps standard error open does not hold up
 		// the end of the session.
 		cmd.WaitDelay = terminateGrace
-		st := &stdioTransport{cmd: cmd, sandbox: s.cfg.Sandbox, grace: terminateGrace, cap: sess.cap,
+		st := &stdioTransport{cmd: cmd, sandbox: s.cfg.Sandbox, grace: s.cfg.exitGrace(), cap: sess.cap,
 			started: func(p *process.Proc) { sess.proc.Store(p) }}
 		t = &captureTransport{inner: st, cap: sess.cap}
 		// Tasks: task-augmented calls on the wire (tasks.go).
@@ -527,6 +531,7 @@ func (s *server) refresh() {
 				s.mu.Unlock()
 				if changed {
 					s.pool.refreshed(s, tools)
+					s.remember(tools)
 				}
 			}
 		}
@@ -543,6 +548,7 @@ func (s *server) refresh() {
 
 // call runs one tools/call.
 func (s *server) call(ctx context.Context, def *tool.Definition, upstream string, c *tool.Call) (*tool.Outcome, error) {
+	gen := s.gen.Load()
 	sess, err := s.session(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -550,6 +556,9 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 		}
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
 			Message: "cannot start MCP server " + s.cfg.Name, Err: err}
+	}
+	if err := s.stale(gen, def); err != nil {
+		return nil, err
 	}
 	hooks := tool.HooksFrom(ctx)
 	callCtx, cancelCall := context.WithCancel(ctx)
