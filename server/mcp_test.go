@@ -25,8 +25,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(upstreamEnv) != "" {
+	if os.Getenv(versionsUpstreamEnv) != "" {
 		serveVersionUpstream()
+	}
+	// The test binary doubles as the upstream servers of surface_test.go.
+	if name := os.Getenv(upstreamEnv); name != "" {
+		mcptest.ServeSurface(name)
+		return
 	}
 	goleak.VerifyTestMain(m)
 }

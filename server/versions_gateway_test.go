@@ -40,9 +40,9 @@ var typedItemsSchema = json.RawMessage(`{"type":"object","properties":{
 	"colors":{"type":"array","items":{"type":"string","anyOf":[{"const":"r","title":"Red"},{"const":"g","title":"Green"}]}}
 }}`)
 
-// upstreamEnv makes the test binary, run again, the upstream server of
-// [serveVersionUpstream] over stdio.
-const upstreamEnv = "LATHE_SERVER_TEST_UPSTREAM"
+// versionsUpstreamEnv makes the test binary, run again, the upstream
+// server of [serveVersionUpstream] over stdio.
+const versionsUpstreamEnv = "LATHE_SERVER_TEST_VERSIONS_UPSTREAM"
 
 // serveVersionUpstream is a go-sdk server whose tools ask their client in
 // each of the ways a server may: a request sent from the tool's handler in
@@ -125,7 +125,7 @@ func TestVersionPairs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool, err := mcp.Open(ctx, e, []mcp.Config{{Name: "up", Command: []string{exe, "-test.run=^$"},
-		Env: map[string]string{upstreamEnv: "1"}, Prefix: &none}}, mcp.Options{})
+		Env: map[string]string{versionsUpstreamEnv: "1"}, Prefix: &none}}, mcp.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestUpstreamRequestOnCallStream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool, err := mcp.Open(ctx, e, []mcp.Config{{Name: "up", Command: []string{exe, "-test.run=^$"},
-		Env: map[string]string{upstreamEnv: "1"}, Prefix: &none}}, mcp.Options{})
+		Env: map[string]string{versionsUpstreamEnv: "1"}, Prefix: &none}}, mcp.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func openUpstream(t *testing.T, e *lathe.Engine) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool, err := mcp.Open(ctx, e, []mcp.Config{{Name: "up", Command: []string{exe, "-test.run=^$"},
-		Env: map[string]string{upstreamEnv: "1"}, Prefix: &none}}, mcp.Options{})
+		Env: map[string]string{versionsUpstreamEnv: "1"}, Prefix: &none}}, mcp.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			}
 			e := w.Engine
 			defer w.Close()
-			srv := server.New(e, server.Options{Name: "lathe", Version: version()})
+			srv := server.New(e, server.Options{Name: "lathe", Version: version(), Upstream: w.MCP, Logger: g.logger()})
 			defer srv.Close()
 			ctx := cmd.Context()
 			if ln == nil {
