@@ -11,49 +11,43 @@ func listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 // looked at. docs/mcp.md ("Conformance") says the same.
 
 // serverPass lists the server scenarios (suite active) that pass through
-// lathe.
+// lathe: all of them.
 var serverPass = []string{
 	"server-initialize",
 	"logging-set-level",
 	"ping",
+	"completion-complete",
 	"tools-list",
 	"tools-call-simple-text",
 	"tools-call-image",
 	"tools-call-audio",
 	"tools-call-embedded-resource",
 	"tools-call-mixed-content",
+	"tools-call-with-logging",
 	"tools-call-error",
 	"tools-call-with-progress",
 	"tools-call-sampling",
 	"tools-call-elicitation",
 	"elicitation-sep1034-defaults",
-	"elicitation-sep1330-enums",
 	"server-sse-multiple-streams",
+	"elicitation-sep1330-enums",
 	"resources-list",
+	"resources-read-text",
+	"resources-read-binary",
+	"resources-templates-read",
+	"resources-subscribe",
+	"resources-unsubscribe",
 	"prompts-list",
+	"prompts-get-simple",
+	"prompts-get-with-args",
+	"prompts-get-embedded-resource",
+	"prompts-get-with-image",
 	"dns-rebinding-protection",
 }
 
-const (
-	notProxiedResources = "lathe does not proxy upstream resources yet: it serves an empty list and reads none"
-	notProxiedPrompts   = "lathe does not proxy upstream prompts yet: it serves an empty list and gets none"
-)
-
 // serverExpectedFail names the server scenarios that fail through lathe,
-// with the reason.
-var serverExpectedFail = map[string]string{
-	"completion-complete":           "lathe does not proxy completion/complete to upstream servers yet",
-	"tools-call-with-logging":       "the upstream's log messages during the call are not all forwarded: lathe does not set the upstream's log level (logging/setLevel) yet",
-	"resources-read-text":           notProxiedResources,
-	"resources-read-binary":         notProxiedResources,
-	"resources-templates-read":      notProxiedResources,
-	"resources-subscribe":           notProxiedResources + ", nor subscribes",
-	"resources-unsubscribe":         notProxiedResources + ", nor subscribes",
-	"prompts-get-simple":            notProxiedPrompts,
-	"prompts-get-with-args":         notProxiedPrompts,
-	"prompts-get-embedded-resource": notProxiedPrompts,
-	"prompts-get-with-image":        notProxiedPrompts,
-}
+// with the reason: none.
+var serverExpectedFail = map[string]string{}
 
 // clientPass lists the client scenarios (suite core) that lathe's MCP
 // client passes: all of them.
