@@ -368,8 +368,10 @@ const maxQuestions = 16
 // and be lost when the client opened none.
 func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, to asker, token any, caps *sdk.ClientCapabilities) tool.Hooks {
 	// Notifications must not end with the call: a log message sent as it
-	// returns still belongs to it.
-	notify := context.WithoutCancel(call)
+	// returns still belongs to it. A request of MCP 2026-07-28 may name
+	// the log level of its own messages; one that names none gets the
+	// session's (logging/setLevel), as a request of an older version does.
+	notify := sessionLevel{context.WithoutCancel(call)}
 	h := tool.Hooks{
 		Log: func(m tool.LogMessage) {
 			ss.Log(notify, &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(m.Level), Logger: m.Logger,
@@ -409,6 +411,19 @@ func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, to asker, to
 		}
 	}
 	return h
+}
+
+// sessionLevel hides a request's log level when the request named none,
+// so that the SDK falls back to the session's. The SDK keeps the level
+// under a key of its own; it is the one value of type sdk.LoggingLevel.
+type sessionLevel struct{ context.Context }
+
+func (c sessionLevel) Value(key any) any {
+	v := c.Context.Value(key)
+	if l, ok := v.(sdk.LoggingLevel); ok && l == "" {
+		return nil
+	}
+	return v
 }
 
 // related returns a context with the values of call (which request of the
