@@ -100,3 +100,37 @@ func TestRuleValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// The most specific rule wins, and a rule is as specific as the characters
+// of its pattern that are not wildcards: characters, not bytes. Counted in
+// bytes, "üü*" (two characters, four bytes) would outrank "??bax" (three)
+// and allow the call.
+func TestMostSpecificCountsCharacters(t *testing.T) {
+	def := &tool.Definition{Name: "üübax"}
+	p := &Policy{Rules: []Rule{
+		{Tool: "üü*", Approval: Allow},
+		{Tool: "??bax", Approval: Ask},
+	}}
+	d := p.Decide(def, nil)
+	if d.Approval != Ask || d.Rule == nil || d.Rule.Tool != "??bax" {
+		t.Fatalf("Decide(%s) = %+v, want ask by the rule ??bax", def.Name, d)
+	}
+}
+
+// BenchmarkDecide decides a call against a few rules that match it, as a
+// gateway does for every call; it reports the allocations the decision
+// makes.
+func BenchmarkDecide(b *testing.B) {
+	def := &tool.Definition{Name: "up__echo"}
+	p := &Policy{Rules: []Rule{
+		{Tool: "up__*", Approval: Ask},
+		{Tool: "up__echo", Approval: Allow},
+		{Tool: "*", Approval: Ask},
+	}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := p.Decide(def, nil); d.Approval != Allow {
+			b.Fatalf("%+v", d)
+		}
+	}
+}
