@@ -68,6 +68,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			}
 			e := w.Engine
 			defer w.Close()
+			tuneGC() // the collector's target for a server: see gc.go
 			srv := server.New(e, server.Options{Name: "lathe", Version: version()})
 			defer srv.Close()
 			ctx := cmd.Context()
