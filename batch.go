@@ -224,7 +224,7 @@ func (e *Engine) planBatch(calls []*tool.Call, which []int) batchPlan {
 	for k, i := range which {
 		c := calls[i]
 		pcs[k].Name = c.Name
-		en := reg.byName[c.Name]
+		en, _ := reg.get(c.Name)
 		if en == nil {
 			continue
 		}

@@ -62,12 +62,6 @@ type Engine struct {
 	events  hub         // the subscribers to the engine's events
 }
 
-// registry is an immutable snapshot of the tools; writers replace it whole,
-// so the hot path reads it without a lock.
-type registry struct {
-	byName map[string]*entry
-}
-
 // entry is a registered tool with its compiled schemas.
 type entry struct {
 	tool   tool.Tool
@@ -90,7 +84,7 @@ func New(opts Options) *Engine {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{opts: opts}
-	e.tools.Store(&registry{byName: map[string]*entry{}})
+	e.tools.Store(&registry{})
 	e.handler = e.pipeline()
 	return e
 }
@@ -146,9 +140,9 @@ func (e *Engine) Unregister(names ...string) {
 
 // Tools returns the definitions of every registered tool, sorted by name.
 func (e *Engine) Tools() []tool.Definition {
-	byName := e.tools.Load().byName
-	defs := make([]tool.Definition, 0, len(byName))
-	for _, en := range byName {
+	reg := e.tools.Load()
+	defs := make([]tool.Definition, 0, reg.len())
+	for _, en := range reg.all() {
 		defs = append(defs, en.tool.Definition)
 	}
 	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
@@ -157,7 +151,7 @@ func (e *Engine) Tools() []tool.Definition {
 
 // Lookup returns the definition of the named tool.
 func (e *Engine) Lookup(name string) (tool.Definition, bool) {
-	en, ok := e.tools.Load().byName[name]
+	en, ok := e.tools.Load().get(name)
 	if !ok {
 		return tool.Definition{}, false
 	}
@@ -195,7 +189,7 @@ func (e *Engine) Close() error {
 	e.workers.close()
 	seen := map[tool.Runtime]bool{}
 	var errs []error
-	for _, en := range e.tools.Load().byName {
+	for _, en := range e.tools.Load().all() {
 		rt := en.tool.Runtime
 		c, ok := rt.(tool.Closer)
 		if !ok || seen[rt] {
@@ -256,23 +250,20 @@ func (e *Engine) Replace(remove []string, add ...tool.Tool) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	old := e.tools.Load().byName
-	next := make(map[string]*entry, len(old)+len(entries))
-	for k, v := range old {
-		next[k] = v
-	}
+	old := e.tools.Load()
+	next := old.edit()
 	for _, n := range remove {
-		delete(next, n)
+		next.remove(n)
 	}
 	for _, en := range entries {
 		name := en.tool.Definition.Name
-		if prev, ok := next[name]; ok {
+		if prev, ok := next.get(name); ok {
 			return fmt.Errorf("lathe: tool %q from %s collides with the tool of that name from %s",
 				name, sourceOf(en.tool.Definition), sourceOf(prev.tool.Definition))
 		}
-		next[name] = en
+		next.put(en)
 	}
-	e.tools.Store(&registry{byName: next})
+	e.tools.Store(next.done())
 	// Published under e.mu, so that subscribers see the changes in the
 	// order they were made.
 	if e.events.wants(EventToolsChanged.bit()) {

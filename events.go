@@ -484,10 +484,10 @@ func (inv *Invocation) Emit(ev Event) {
 
 // toolsChanged publishes the change of the registry from old to next, made
 // by removing remove and adding added.
-func (h *hub) toolsChanged(old map[string]*entry, remove []string, added []*entry) {
+func (h *hub) toolsChanged(old *registry, remove []string, added []*entry) {
 	var ev Event
 	for _, n := range remove {
-		if _, ok := old[n]; ok {
+		if _, ok := old.get(n); ok {
 			ev.Removed = append(ev.Removed, n)
 		}
 	}

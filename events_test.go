@@ -319,12 +319,19 @@ func TestBlockedSubscriberDoesNotStallCalls(t *testing.T) {
 	fast, cancelFast := record(e, lathe.EventCallFinished)
 	defer cancelFast()
 
-	const n = 1500 // 3000 events: far more than a subscriber may fall behind
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// 3000 events: far more than a subscriber may fall behind. The calls
+	// go in rounds, and the other subscriber must have every call of a
+	// round before the next: it keeps up while the blocked one falls
+	// behind, and a slow machine cannot make it fall behind too.
+	const n, round = 1500, 250
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for i := range n {
 		if out := e.Call(ctx, &tool.Call{Name: "add", Arguments: []byte(`{"a":1,"b":2}`)}); out.Err() != nil {
 			t.Fatalf("call %d with a blocked subscriber: %v", i, out.Err())
+		}
+		if (i+1)%round == 0 {
+			fast.wait(t, "the other subscriber to get every call", finished(i+1))
 		}
 	}
 	select {
@@ -332,14 +339,13 @@ func TestBlockedSubscriberDoesNotStallCalls(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the blocked subscriber never got its first event")
 	}
-	fast.wait(t, "the other subscriber to get every call", finished(n))
 
 	unblock()
 	// Calls after the gap: once the subscriber has caught up, the next event
 	// queued for it carries the count of what was lost. Until then, further
 	// events may be lost too, and are counted the same way.
 	extra := 0
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(30 * time.Second)
 	for dropped.Load() == 0 {
 		select {
 		case <-deadline:

@@ -72,7 +72,7 @@ func (e *Engine) resolve(next Handler) Handler {
 				Message: "the engine is closed"}
 		}
 		reg := e.tools.Load()
-		en, ok := reg.byName[inv.Call.Name]
+		en, ok := reg.get(inv.Call.Name)
 		if !ok {
 			return nil, unknownToolError(inv.Call.Name, reg)
 		}

@@ -53,7 +53,7 @@ func suggest(name string, reg *registry) []string {
 	for i := range rows {
 		rows[i] = make([]int, 2*64+1)
 	}
-	for n := range reg.byName {
+	for n := range reg.all() {
 		ln := strings.ToLower(n)
 		var d int
 		switch {

@@ -80,6 +80,22 @@ type Tool struct {
 	// Zero means no cap of its own.
 	MaxConcurrency int `toml:"max_concurrency"`
 
+	// The keys below replace what the tool says of its effects (its
+	// annotations), for the policy and for batch planning alike; nil means
+	// not said. They apply to any tool: builtin, local or an MCP server's.
+
+	// ReadOnly = true says the tool changes nothing: with no rule, its
+	// calls run unasked, and a batch runs them beside other reads.
+	ReadOnly *bool `toml:"read_only"`
+	// Destructive says whether the tool may destroy or overwrite data.
+	Destructive *bool `toml:"destructive"`
+	// Idempotent says whether calling again with the same arguments has no
+	// further effect.
+	Idempotent *bool `toml:"idempotent"`
+	// OpenWorld says whether the tool reaches beyond a closed domain (the
+	// network, say).
+	OpenWorld *bool `toml:"open_world"`
+
 	// The keys below make a local tool, one that runs as a process (see
 	// local.go). Command is what makes the table define a tool rather than
 	// adjust one; Parameters also adjust the tools of a toolset.
@@ -292,11 +308,25 @@ func clone(v reflect.Value) reflect.Value {
 
 // Apply applies the [tools.NAME] table for t's name, if there is one: its
 // summary, description and timeout replace t's ({description} in the
-// description stands for t's own). It reports whether the tool
-// is enabled; a tool is enabled unless its table says enable = false.
+// description stands for t's own), and its read_only, destructive,
+// idempotent and open_world replace the tool's annotations. It reports
+// whether the tool is enabled; a tool is enabled unless its table says
+// enable = false.
+//
+// Before that, the annotations of a tool of an [mcp.NAME] server (Source
+// "mcp.NAME") are taken for what they are, the server's claims: unless the
+// server's table says trust_annotations = true, only the claims that make
+// the tool look more dangerous are kept (see [Distrust]). So a server that
+// calls a tool read-only gets it no call run unasked and no place beside
+// other calls in a batch, unless the configuration says so.
 func (c *Config) Apply(t *tool.Tool) (enabled bool) {
 	if c == nil {
 		return true
+	}
+	if server, ok := strings.CutPrefix(t.Definition.Source, "mcp."); ok {
+		if s := c.MCP[server]; s == nil || s.TrustAnnotations == nil || !*s.TrustAnnotations {
+			Distrust(&t.Definition.Annotations)
+		}
 	}
 	o := c.Tools[t.Definition.Name]
 	if o == nil {
@@ -319,7 +349,39 @@ func (c *Config) Apply(t *tool.Tool) (enabled bool) {
 	if o.MaxConcurrency != 0 {
 		t.MaxConcurrency = o.MaxConcurrency
 	}
+	a := &t.Definition.Annotations
+	if o.ReadOnly != nil {
+		a.ReadOnlyHint = *o.ReadOnly
+	}
+	if o.Destructive != nil {
+		a.DestructiveHint = tool.Bool(*o.Destructive)
+	}
+	if o.Idempotent != nil {
+		a.IdempotentHint = *o.Idempotent
+	}
+	if o.OpenWorld != nil {
+		a.OpenWorldHint = tool.Bool(*o.OpenWorld)
+	}
 	return o.Enable == nil || *o.Enable
+}
+
+// Distrust keeps of a's hints only those that make the tool look more
+// dangerous than a tool that says nothing: destructiveHint = true and
+// openWorldHint = true stay; readOnlyHint, idempotentHint = true and
+// destructiveHint or openWorldHint = false are dropped, leaving MCP's
+// cautious defaults. The title stays. It is what [Config.Apply] does to
+// the annotations of an MCP server that is not trusted for them: a claim
+// that narrows what lathe does costs nothing if it is false, a claim that
+// widens it would let a lying server run a tool unasked.
+func Distrust(a *tool.Annotations) {
+	a.ReadOnlyHint = false
+	a.IdempotentHint = false
+	if a.DestructiveHint != nil && !*a.DestructiveHint {
+		a.DestructiveHint = nil
+	}
+	if a.OpenWorldHint != nil && !*a.OpenWorldHint {
+		a.OpenWorldHint = nil
+	}
 }
 
 // Unused returns an error naming the file and line of every [tools.NAME]

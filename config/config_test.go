@@ -137,6 +137,54 @@ func TestApply(t *testing.T) {
 	}
 }
 
+// What a server says of its tools counts only where it narrows, unless the
+// server is trusted for it; a [tools.NAME] effect overrides both, for any
+// tool.
+func TestApplyEffects(t *testing.T) {
+	cfg := mustParse(t, "lathe.toml", lines(
+		`[mcp.liar]`,
+		`command = ["liar"]`,
+		`[mcp.honest]`,
+		`command = ["honest"]`,
+		`trust_annotations = true`,
+		`[tools.liar__fixed]`,
+		`read_only = true`,
+		`idempotent = true`,
+		`[tools.honest__wrong]`,
+		`read_only = false`,
+		`destructive = true`,
+		`[tools.read_file]`,
+		`read_only = false`,
+		`open_world = true`,
+	))
+	claims := tool.Annotations{Title: "T", ReadOnlyHint: true, DestructiveHint: tool.Bool(false),
+		IdempotentHint: true, OpenWorldHint: tool.Bool(false)}
+	dangerous := tool.Annotations{Title: "T", DestructiveHint: tool.Bool(true), OpenWorldHint: tool.Bool(true)}
+	for _, tc := range []struct {
+		name, source string
+		claims, want tool.Annotations
+	}{
+		{"liar__environ", "mcp.liar", claims, tool.Annotations{Title: "T"}},
+		{"liar__rm", "mcp.liar", dangerous, dangerous},
+		{"liar__fixed", "mcp.liar", claims, tool.Annotations{Title: "T", ReadOnlyHint: true, IdempotentHint: true}},
+		{"honest__environ", "mcp.honest", claims, claims},
+		{"honest__wrong", "mcp.honest", claims, tool.Annotations{Title: "T", DestructiveHint: tool.Bool(true),
+			IdempotentHint: true, OpenWorldHint: tool.Bool(false)}},
+		// A server no table names (one registered some other way) is not trusted.
+		{"gone__environ", "mcp.gone", claims, tool.Annotations{Title: "T"}},
+		// A tool of lathe's own is taken at its word, unless overridden.
+		{"list_dir", "builtin", claims, claims},
+		{"read_file", "builtin", claims, tool.Annotations{Title: "T", DestructiveHint: tool.Bool(false),
+			IdempotentHint: true, OpenWorldHint: tool.Bool(true)}},
+	} {
+		tl := &tool.Tool{Definition: tool.Definition{Name: tc.name, Source: tc.source, Annotations: tc.claims}}
+		cfg.Apply(tl)
+		if !reflect.DeepEqual(tl.Definition.Annotations, tc.want) {
+			t.Errorf("%s: annotations %+v, want %+v", tc.name, tl.Definition.Annotations, tc.want)
+		}
+	}
+}
+
 func TestUnused(t *testing.T) {
 	user := mustParse(t, "user.toml", lines(
 		`[tools.zzz_typo]`,

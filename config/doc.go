@@ -9,7 +9,7 @@
 //		return err // e.g. lathe.toml:7: [tools.read_file] unknown key "timout" (did you mean "timeout"?)
 //	}
 //	for _, t := range tools {
-//		if !cfg.Apply(t) { // summary, description, timeout overrides
+//		if !cfg.Apply(t) { // summary, description, timeout, effects
 //			continue // enable = false
 //		}
 //		register(t)
@@ -17,6 +17,14 @@
 //	if err := cfg.Unused(isKnown); err != nil {
 //		return err // lathe.toml:12: [tools.raed_file] no tool is named "raed_file"
 //	}
+//
+// [Config.Apply] is also where an upstream MCP server's annotations are
+// taken for what they are, its claims: a tool of a server whose table does
+// not say trust_annotations = true keeps only the hints that make it look
+// more dangerous ([Distrust]), so that the policy and the batch planner,
+// which read the registered definition, never run a tool unasked or beside
+// others on a server's word alone. Every tool of a server must pass through
+// Apply before it is registered, a tool the server adds later included.
 //
 // A workspace's file is code: it can start programs and widen what is
 // allowed. A program that acts on it reads the files with [ReadSources] and

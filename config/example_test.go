@@ -77,3 +77,28 @@ enable = false
 	// Output:
 	// lathe.toml:2: [tools.raed_file] no tool is named "raed_file"
 }
+
+// What an upstream server says of its tools counts only where it makes a
+// tool look more dangerous, unless its table trusts it; a [tools.NAME]
+// table says what one tool does, whatever the server says.
+func ExampleConfig_Apply_annotations() {
+	cfg, err := config.Parse("lathe.toml", []byte(`
+[mcp.up]
+command = ["up-server"]
+
+[tools.up__status]
+read_only = true
+`))
+	if err != nil {
+		panic(err)
+	}
+	for _, name := range []string{"up__environ", "up__status"} {
+		t := &tool.Tool{Definition: tool.Definition{Name: name, Source: "mcp.up",
+			Annotations: tool.Annotations{ReadOnlyHint: true, DestructiveHint: tool.Bool(false)}}}
+		cfg.Apply(t)
+		fmt.Printf("%s: read-only %v\n", name, t.Definition.Annotations.ReadOnlyHint)
+	}
+	// Output:
+	// up__environ: read-only false
+	// up__status: read-only true
+}

@@ -56,6 +56,11 @@ type MCPServer struct {
 	Timeout time.Duration `toml:"timeout"`
 	// StartupTimeout bounds starting the server and listing its tools.
 	StartupTimeout time.Duration `toml:"startup_timeout"`
+	// PingInterval is how long a long-lived lathe (lathe serve) lets the
+	// server sit idle before it checks, with a ping, that the server still
+	// answers; one that does not is restarted. Nil means the loader's
+	// default; "0s" turns pinging off. One-shot commands never ping.
+	PingInterval *time.Duration `toml:"ping_interval"`
 	// Optional = true reports a server that cannot be started, or whose
 	// ${VAR} is not set, and goes on without it; otherwise such a server is
 	// an error.
@@ -64,10 +69,23 @@ type MCPServer struct {
 	// local tool; empty means [sandbox] profile, and with neither the
 	// server runs as a host process with the minimal environment.
 	Profile SandboxProfile `toml:"profile"`
+	// Approval is the default approval of the server's tools: "allow",
+	// "ask" or "deny" for every call of them that no [[policy.rules]] rule
+	// decides. Empty leaves it to the tools' annotations.
+	Approval Approval `toml:"approval"`
+	// TrustAnnotations = true takes the server's annotations of its tools
+	// at their word (a read-only tool runs unasked, and beside other reads
+	// in a batch). Unset or false, only the hints that make a tool look
+	// more dangerous count (see [Distrust]).
+	TrustAnnotations *bool `toml:"trust_annotations"`
 	// Permissions add to [sandbox.permissions] for this server's command:
 	// paths it may read or write and the network (under a profile), and the
 	// names of variables of lathe's environment it receives.
 	Permissions SandboxPermissions `toml:"permissions"`
+	// OAuth configures how lathe authorizes itself at a server over HTTP
+	// that asks for the MCP authorization flow (lathe auth login NAME).
+	// Most servers need none of it: lathe registers itself dynamically.
+	OAuth MCPOAuth `toml:"oauth"`
 	// Pos is where the table was defined, in the file that won.
 	Pos Pos `toml:"-"`
 
@@ -75,6 +93,26 @@ type MCPServer struct {
 	// ${VAR} is not set, says why the server cannot be started; such a
 	// server is skipped, with a warning.
 	Unavailable error `toml:"-"`
+}
+
+// MCPOAuth is an [mcp.NAME.oauth] table. Its strings may hold ${VAR}, as
+// the server's headers may, so that a secret need not be in the file.
+type MCPOAuth struct {
+	// ClientID is a client registered beforehand at the authorization
+	// server; empty means lathe registers itself dynamically (RFC 7591)
+	// where the server offers it.
+	ClientID string `toml:"client_id"`
+	// ClientSecret is ClientID's secret, if it has one.
+	ClientSecret string `toml:"client_secret"`
+	// ClientMetadataURL is an HTTPS URL of a client ID metadata document,
+	// used as the client_id where the authorization server supports them.
+	ClientMetadataURL string `toml:"client_metadata_url"`
+	// Scopes replace the scopes the server asks for.
+	Scopes []string `toml:"scopes"`
+	// CallbackPort is the port of the loopback listener that receives the
+	// authorization (http://127.0.0.1:PORT/callback), for a client
+	// registered with a fixed redirect URI; 0 picks a free port.
+	CallbackPort int `toml:"callback_port"`
 }
 
 var (
@@ -130,6 +168,19 @@ func (c *Config) MCPServers(lookup func(string) (string, bool)) ([]MCPServer, er
 		if s.URL != "" && (s.Profile != "" || !reflect.ValueOf(s.Permissions).IsZero()) {
 			fail("profile and permissions confine a server's command; a server over HTTP runs elsewhere")
 		}
+		if !reflect.ValueOf(s.OAuth).IsZero() {
+			o := s.OAuth
+			switch {
+			case s.URL == "":
+				fail("oauth authorizes a server over HTTP (url); this one runs a command")
+			case o.ClientSecret != "" && o.ClientID == "":
+				fail("oauth.client_secret needs oauth.client_id")
+			case o.CallbackPort < 0 || o.CallbackPort > 65535:
+				fail("oauth.callback_port %d is not a port (0 picks a free one)", o.CallbackPort)
+			case o.ClientMetadataURL != "" && !strings.HasPrefix(o.ClientMetadataURL, "https://"):
+				fail("oauth.client_metadata_url must be an https URL")
+			}
+		}
 		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 			if !envNamePattern.MatchString(k) {
 				fail("env: %s is not a variable name", quote(k))
@@ -158,6 +209,10 @@ func (c *Config) MCPServers(lookup func(string) (string, bool)) ([]MCPServer, er
 		r.Headers = expandMap("headers", s.Headers, expand)
 		r.Cwd = expand("cwd", s.Cwd)
 		r.URL = expand("url", s.URL)
+		r.OAuth.ClientID = expand("oauth.client_id", s.OAuth.ClientID)
+		r.OAuth.ClientSecret = expand("oauth.client_secret", s.OAuth.ClientSecret)
+		r.OAuth.ClientMetadataURL = expand("oauth.client_metadata_url", s.OAuth.ClientMetadataURL)
+		r.OAuth.Scopes = slices.Clone(s.OAuth.Scopes)
 		switch {
 		case len(unset) > 0 && s.Optional:
 			r.Unavailable = join(unset)

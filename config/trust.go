@@ -39,7 +39,12 @@ func (w Widening) String() string { return w.Pos.String() + ": " + w.Key + ": " 
 //     an allow into a question);
 //   - profile = "hardened", the strictest;
 //   - what a model reads and how long a call may take: a tool's summary,
-//     description, timeout and concurrency, [defaults] and [batch].
+//     description, timeout and concurrency, [defaults] and [batch];
+//   - a tool's effects said to be the more dangerous way (read_only =
+//     false, destructive = true, idempotent = false, open_world = true);
+//   - an MCP server's approval = "ask" or "deny" (a default below the
+//     rules, so it can only turn the annotations' allow into a question or
+//     a denial) and trust_annotations = false.
 //
 // Everything else, including keys lathe learns later, is left out and
 // listed: what is not known to narrow is taken to widen.
@@ -71,6 +76,19 @@ func (c *Config) Split() (*Config, []Widening) {
 		key := "tools." + name
 		nt := &Tool{Name: t.Name, Timeout: t.Timeout, Summary: t.Summary, Description: t.Description,
 			Concurrency: t.Concurrency, MaxConcurrency: t.MaxConcurrency, Pos: t.Pos}
+		// An effect said the cautious way applies; the other way, it
+		// would let calls run unasked or beside others, and needs trust.
+		effect := func(v *bool, cautious bool, k, what string) *bool {
+			if v == nil || *v == cautious {
+				return v
+			}
+			add(t.Pos, key+"."+k, "%s", what)
+			return nil
+		}
+		nt.ReadOnly = effect(t.ReadOnly, false, "read_only", "says the tool changes nothing, so its calls run unasked and beside other reads")
+		nt.Destructive = effect(t.Destructive, true, "destructive", "says the tool destroys nothing")
+		nt.Idempotent = effect(t.Idempotent, false, "idempotent", "says calling the tool again has no further effect")
+		nt.OpenWorld = effect(t.OpenWorld, true, "open_world", "says the tool reaches nothing beyond its own domain")
 		if off(t.Enable, t.Pos, key, "turns the tool on") {
 			nt.Enable = t.Enable
 		}
@@ -80,7 +98,8 @@ func (c *Config) Split() (*Config, []Widening) {
 		default:
 			add(t.Pos, key+".profile", "runs the tool under the %s sandbox profile", t.Profile)
 		}
-		local := setKeys(t, "enable", "profile", "timeout", "summary", "description", "concurrency", "max_concurrency")
+		local := setKeys(t, "enable", "profile", "timeout", "summary", "description", "concurrency", "max_concurrency",
+			"read_only", "destructive", "idempotent", "open_world")
 		if len(t.Command) > 0 {
 			how := ""
 			if t.Shell {
@@ -132,14 +151,32 @@ func (c *Config) Split() (*Config, []Widening) {
 		if s.URL != "" {
 			add(s.Pos, key+".url", "connects to the MCP server at %q, with the headers and variables the table names", s.URL)
 		}
-		for _, k := range setKeys(s, "enable", "command", "url") {
+		for _, k := range setKeys(s, "enable", "command", "url", "approval", "trust_annotations") {
 			add(s.Pos, key+"."+k, "changes how lathe reaches the server")
 		}
+		ns := &MCPServer{Name: s.Name, Pos: s.Pos}
 		if off(s.Enable, s.Pos, key, "turns the server on") {
+			ns.Enable = s.Enable
+		}
+		switch s.Approval {
+		case "":
+		case "ask", "deny":
+			ns.Approval = s.Approval
+		default:
+			add(s.Pos, key+".approval", "approval = %q lets calls of the server's tools run without asking", string(s.Approval))
+		}
+		switch {
+		case s.TrustAnnotations == nil:
+		case *s.TrustAnnotations:
+			add(s.Pos, key+".trust_annotations", "takes the server's word for its tools' effects, so a tool it calls read-only runs unasked")
+		default:
+			ns.TrustAnnotations = s.TrustAnnotations
+		}
+		if ns.Enable != nil || ns.Approval != "" || ns.TrustAnnotations != nil {
 			if n.MCP == nil {
 				n.MCP = map[string]*MCPServer{}
 			}
-			n.MCP[name] = &MCPServer{Name: s.Name, Enable: s.Enable, Pos: s.Pos}
+			n.MCP[name] = ns
 		}
 	}
 
@@ -244,6 +281,15 @@ func Decide(srcs []*Source, trusted func(*Source) (bool, error)) (cfg *Config, p
 			if ok {
 				cfg.Merge(s.Config)
 				continue
+			}
+		}
+		// A server's narrowing keys (approval, trust_annotations) adjust
+		// a server the files before define; with none to adjust (the file
+		// defines the server itself, which is left out) they are moot,
+		// and kept they would make a server with no command or url.
+		for name, s := range n.MCP {
+			if cfg.MCP[name] == nil && s.Enable == nil {
+				delete(n.MCP, name)
 			}
 		}
 		rules := append(slices.Clip(cfg.Policy.Rules), n.Policy.Rules...)

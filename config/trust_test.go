@@ -152,6 +152,15 @@ profile = "dev"`, []string{"tools.run_command.profile: runs the tool under the d
 profile = "standard"`, []string{"tools.run_command.profile"}},
 		{`[tools.write_file]
 enable = true`, []string{"tools.write_file.enable: turns the tool on"}},
+		{`[tools.gh__env]
+read_only = true
+destructive = false
+idempotent = true
+open_world = false`, []string{"tools.gh__env.read_only: says the tool changes nothing", "tools.gh__env.destructive",
+			"tools.gh__env.idempotent", "tools.gh__env.open_world"}},
+		{`[mcp.gh]
+approval = "allow"
+trust_annotations = true`, []string{`mcp.gh.approval: approval = "allow" lets calls`, "mcp.gh.trust_annotations: takes the server's word"}},
 		{`[sandbox]
 profile = "dev"`, []string{"sandbox.profile"}},
 		{`[sandbox.permissions]
@@ -173,12 +182,18 @@ timeout = "1s"
 concurrency = "exclusive"
 max_concurrency = 1
 profile = "hardened"
+read_only = false
+destructive = true
+idempotent = false
+open_world = true
 
 [toolsets.kit]
 enable = false
 
 [mcp.gh]
 enable = false
+approval = "deny"
+trust_annotations = false
 
 [sandbox]
 profile = "hardened"
@@ -389,5 +404,71 @@ func TestUserFileInsideWorkspace(t *testing.T) {
 	ws := t.TempDir()
 	if srcs, err = ReadSources(ws, ""); err != nil || len(srcs) != 1 || !srcs[0].User {
 		t.Errorf("a user file outside the workspace: %+v %v, want it the user's own", srcs, err)
+	}
+}
+
+// A workspace that is not trusted cannot loosen what lathe makes of a
+// server's tools: approval = "allow", trust_annotations = true and an effect
+// said the trusting way are left out and named; said the cautious way they
+// apply, onto the user's server of the same name.
+func TestDecideServerTrust(t *testing.T) {
+	const user = `[mcp.up]
+command = ["up"]
+`
+	for _, tc := range []struct {
+		ws      string
+		widens  []string
+		applies func(*Config) bool
+	}{
+		{"[mcp.up]\napproval = \"allow\"\n", []string{`mcp.up.approval: approval = "allow"`},
+			func(c *Config) bool { return c.MCP["up"].Approval == "" }},
+		{"[mcp.up]\ntrust_annotations = true\n", []string{"mcp.up.trust_annotations"},
+			func(c *Config) bool { return c.MCP["up"].TrustAnnotations == nil }},
+		{"[tools.up__environ]\nread_only = true\n", []string{"tools.up__environ.read_only"},
+			func(c *Config) bool { return c.Tools["up__environ"] == nil || c.Tools["up__environ"].ReadOnly == nil }},
+		{"[tools.up__environ]\ndestructive = false\nopen_world = false\nidempotent = true\n",
+			[]string{"tools.up__environ.destructive", "tools.up__environ.idempotent", "tools.up__environ.open_world"},
+			func(c *Config) bool {
+				o := c.Tools["up__environ"]
+				return o == nil || o.Destructive == nil && o.OpenWorld == nil && o.Idempotent == nil
+			}},
+		{"[mcp.up]\napproval = \"deny\"\ntrust_annotations = false\n", nil,
+			func(c *Config) bool { return c.MCP["up"].Approval == "deny" && !*c.MCP["up"].TrustAnnotations }},
+		{"[mcp.up]\napproval = \"ask\"\n", nil, func(c *Config) bool { return c.MCP["up"].Approval == "ask" }},
+		{"[tools.up__environ]\nread_only = false\ndestructive = true\nopen_world = true\nidempotent = false\n", nil,
+			func(c *Config) bool {
+				o := c.Tools["up__environ"]
+				return !*o.ReadOnly && *o.Destructive && *o.OpenWorld && !*o.Idempotent
+			}},
+		// A server the untrusted file defines itself is left out whole;
+		// its narrowing keys are moot and make no server of their own.
+		{"[mcp.other]\ncommand = [\"other\"]\napproval = \"deny\"\n", []string{"mcp.other.command"},
+			func(c *Config) bool { return c.MCP["other"] == nil }},
+	} {
+		srcs := sources(t, user, tc.ws)
+		cfg, pending, err := Decide(srcs, func(*Source) (bool, error) { return false, nil })
+		if err != nil {
+			t.Fatalf("%s: %v", tc.ws, err)
+		}
+		var got []string
+		for _, p := range pending {
+			for _, w := range p.Widenings {
+				got = append(got, w.String())
+			}
+		}
+		if len(got) != len(tc.widens) {
+			t.Errorf("%s: left out %q, want %d", tc.ws, got, len(tc.widens))
+		}
+		for i, w := range tc.widens {
+			if i < len(got) && !strings.Contains(got[i], w) {
+				t.Errorf("%s: left out %q, want %q", tc.ws, got[i], w)
+			}
+		}
+		if !tc.applies(cfg) {
+			t.Errorf("%s: merged %+v (server %+v)", tc.ws, cfg, cfg.MCP["up"])
+		}
+		if _, err := cfg.MCPServers(func(string) (string, bool) { return "", false }); err != nil {
+			t.Errorf("%s: the merged servers: %v", tc.ws, err)
+		}
 	}
 }

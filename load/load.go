@@ -103,6 +103,23 @@ type Options struct {
 	// process tools and of upstream servers, the servers' own log messages.
 	// Nil discards it.
 	Logger *slog.Logger
+	// Need, when not nil, names the only tools the caller will call (lathe
+	// call NAME): an upstream server whose tool list is not cached is then
+	// started only if a needed name begins with its prefix, and is
+	// otherwise left out, its tools unregistered. Nil registers every
+	// server's tools, starting those the cache does not hold.
+	Need []string
+	// LongLived says the engine serves for long (lathe serve): servers
+	// whose tools came from the cache are started in the background at
+	// once, rather than at their first call, and idle upstream servers
+	// are pinged, every ping_interval of their [mcp.NAME] table or
+	// [DefaultPingInterval], and restarted when they do not answer. A
+	// one-shot command leaves it false and pings nothing.
+	LongLived bool
+	// RefreshToolCache starts every upstream server to list its tools, as
+	// if none were cached, and caches what they list (lathe list
+	// --refresh).
+	RefreshToolCache bool
 }
 
 // Untrusted is a workspace file that needs a person's trust and lacks it.

@@ -67,6 +67,10 @@ func TestMain(m *testing.M) {
 		serveLate()
 		os.Exit(0)
 	}
+	if os.Getenv(liarEnv) != "" {
+		mcptest.ServeLiar("liar")
+		os.Exit(0)
+	}
 	if pidFile := os.Getenv(serverEnv); pidFile != "" {
 		if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -12,23 +12,40 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lathe-tools/lathe/config"
+	"github.com/lathe-tools/lathe/internal/statedir"
 	"github.com/lathe-tools/lathe/runtime/mcp"
+	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/tool"
 )
 
-// loadMCP starts the [mcp.NAME] servers of the configuration and registers
-// their tools, marking their names known for cfg.Unused. The pool, once
-// open, belongs to the engine: closing it closes the pool, even when the pool
-// holds no tool (a server may list tools later).
+// DefaultPingInterval is how long an upstream server of a long-lived
+// engine ([Options].LongLived) may sit idle before it is pinged, where its
+// [mcp.NAME] table sets no ping_interval.
+const DefaultPingInterval = 30 * time.Second
+
+// oneShotExitGrace is how long a server has to exit on its own, once its
+// input is closed, at the end of a one-shot command before it is sent
+// SIGTERM: the command's work is done, and a person waits for the prompt.
+const oneShotExitGrace = 100 * time.Millisecond
+
+// loadMCP registers the tools of the [mcp.NAME] servers of the
+// configuration, marking their names known for cfg.Unused: from the tool
+// cache, without starting the server, when it holds them (the server then
+// starts at the first call of one of its tools), else by starting the
+// server and listing them. With [Options].Need, a server whose tools are
+// not cached and that cannot hold a needed tool is not started at all. The
+// pool, once open, belongs to the engine: closing it closes the pool, even
+// when the pool holds no tool (a server may list tools later).
 func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string]bool) error {
 	cfg, ws := w.Config, w.Dir
 	servers, err := cfg.MCPServers(os.LookupEnv)
 	if err != nil {
 		return &ConfigError{err}
 	}
-	var skipped []config.MCPServer
+	var skipped, unneeded []config.MCPServer
 	cfgs := make([]mcp.Config, 0, len(servers))
 	for _, s := range servers {
 		if s.Unavailable != nil {
@@ -42,14 +59,31 @@ func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string
 		} else if !filepath.IsAbs(dir) {
 			dir = filepath.Join(ws, dir)
 		}
-		cfgs = append(cfgs, mcp.Config{
+		ping, grace := time.Duration(0), oneShotExitGrace
+		if opts.LongLived {
+			ping, grace = DefaultPingInterval, 0
+			if s.PingInterval != nil {
+				ping = *s.PingInterval
+			}
+		}
+		c := mcp.Config{
 			Name: s.Name, Command: s.Command, Env: s.Env, PassEnv: s.Permissions.Env, Dir: dir,
 			URL: s.URL, Headers: s.Headers, Prefix: s.Prefix, Allow: s.Allow, Deny: s.Deny,
 			Timeout: s.Timeout, StartupTimeout: s.StartupTimeout, Optional: s.Optional,
-			Sandbox: mcpSandbox(cfg, s, ws, dir),
-		})
+			Sandbox: mcpSandbox(cfg, s, ws, dir), PingInterval: ping, ExitGrace: grace,
+		}
+		if s.URL != "" {
+			// The stored token of lathe auth login, if any (see oauth.go).
+			if h := oauthHandler(ws, s, opts.warn); h != nil {
+				c.OAuth = h
+			}
+		}
+		cfgs = append(cfgs, c)
 	}
-	defer func() { skippedTables(cfg, skipped, known, opts.warn) }()
+	defer func() {
+		skippedTables(cfg, skipped, known, opts.warn)
+		skippedTables(cfg, unneeded, known, func(error) {})
+	}()
 	if len(cfgs) == 0 {
 		return nil
 	}
@@ -58,6 +92,13 @@ func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string
 		Adjust: cfg.Apply,
 		Warn:   opts.warn,
 		Logger: opts.Logger,
+		Cache:  w.toolCache(opts),
+
+		RefreshCache: opts.RefreshToolCache,
+		StartCached:  opts.LongLived,
+	}
+	if opts.Need != nil {
+		mo.Defer = func(c *mcp.Config) bool { return !w.mayHold(c, opts.Need) }
 	}
 	if opts.Logger != nil {
 		mo.Stderr = logWriter(opts.Logger, "MCP server stderr")
@@ -69,15 +110,73 @@ func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string
 	if err != nil {
 		return &tool.Error{Kind: tool.KindRuntimeFailure, Stage: "load", Err: err}
 	}
-	for _, name := range pool.Skipped() {
+	// A deferred server's tools are as unknown as a skipped one's, and
+	// its [tools.NAME] tables are accepted alike, without a warning: the
+	// server is not broken, only not needed.
+	deferred := pool.Deferred()
+	for _, name := range slices.Concat(pool.Skipped(), deferred) {
 		if i := slices.IndexFunc(servers, func(s config.MCPServer) bool { return s.Name == name }); i >= 0 {
-			skipped = append(skipped, servers[i])
+			if slices.Contains(deferred, name) {
+				unneeded = append(unneeded, servers[i])
+			} else {
+				skipped = append(skipped, servers[i])
+			}
 		}
 	}
 	for _, n := range pool.Names() {
 		known[n] = true
 	}
 	return nil
+}
+
+// mayHold reports whether the server c may hold one of the tools need
+// names: a name begins with its prefix and is no tool the engine holds
+// already (a builtin or local tool, which the server could only collide
+// with).
+func (w *Workspace) mayHold(c *mcp.Config, need []string) bool {
+	prefix := c.Name + "__"
+	if c.Prefix != nil {
+		prefix = *c.Prefix
+	}
+	for _, n := range need {
+		if _, ok := w.Engine.Lookup(n); ok {
+			continue
+		}
+		if strings.HasPrefix(n, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// ToolCacheDir returns where the tool lists of upstream servers are
+// cached: $LATHE_CACHE_DIR/mcp, or lathe/mcp in the user's cache
+// directory; "" when there is no such place.
+func ToolCacheDir() string {
+	if dir := os.Getenv(process.CacheDirEnv); dir != "" {
+		return filepath.Join(dir, "mcp")
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "lathe", "mcp")
+}
+
+// toolCache returns the cache of upstream tool lists, or nil when there is
+// none to use. A cache inside the workspace is refused, with a warning: a
+// tool may write there, and the cache says what tools are offered and what
+// they claim to do.
+func (w *Workspace) toolCache(opts *Options) *mcp.ToolCache {
+	dir := ToolCacheDir()
+	if dir == "" || !filepath.IsAbs(dir) {
+		return nil
+	}
+	if in, err := statedir.Inside(dir, w.Dir); err != nil || in {
+		opts.warn(fmt.Errorf("the MCP tool cache %s is inside the workspace, where tools may write; upstream servers are started to list their tools instead", dir))
+		return nil
+	}
+	return mcp.NewToolCache(dir)
 }
 
 // fallbackHooks answer what a server asks when the call that caused it

@@ -50,12 +50,8 @@ func (w *Workspace) checkRules(opts *Options, known map[string]bool, leftOut boo
 // first call, not before: listing the tools leaves no database behind.
 func (w *Workspace) policyStages(opts *Options) (outer, inner []lathe.Middleware, err error) {
 	cfg := w.Config
-	p := &policy.Policy{}
-	for _, r := range cfg.Policy.Rules {
-		p.Rules = append(p.Rules, policy.Rule{Tool: r.Tool, Args: r.Args, Arg: r.Arg,
-			Approval: policy.Approval(r.Approval), Source: r.Pos.String()})
-	}
-	po := policy.Options{Approver: opts.Approver}
+	p := Policy(cfg)
+	po := policy.Options{Approver: opts.Approver, Remedy: Remedy(cfg)}
 	if cfg.Audit.Enable == nil || *cfg.Audit.Enable {
 		// Grants are kept in the user's state directory, not in the audit
 		// database: that is a log, which anything writing the workspace
@@ -84,6 +80,98 @@ func (w *Workspace) policyStages(opts *Options) (outer, inner []lathe.Middleware
 		})
 	}
 	return outer, []lathe.Middleware{policy.Middleware(p, po)}, nil
+}
+
+// Policy returns the policy cfg describes: its [[policy.rules]], and the
+// approval of each [mcp.NAME] server that sets one as the default of the
+// server's tools, below the rules (see docs/policy.md).
+func Policy(cfg *config.Config) *policy.Policy {
+	p := &policy.Policy{}
+	for _, r := range cfg.Policy.Rules {
+		p.Rules = append(p.Rules, policy.Rule{Tool: r.Tool, Args: r.Args, Arg: r.Arg,
+			Approval: policy.Approval(r.Approval), Source: r.Pos.String()})
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.MCP)) {
+		s := cfg.MCP[name]
+		if s == nil || s.Approval == "" {
+			continue
+		}
+		origin := s.Pos.String()
+		if pos, ok := cfg.Origin("mcp", name, "approval"); ok {
+			origin = pos.String()
+		}
+		p.Defaults = append(p.Defaults, policy.SourceDefault{Source: "mcp." + name,
+			Approval: policy.Approval(s.Approval), Origin: origin})
+	}
+	return p
+}
+
+// Remedy returns what [policy.Options].Remedy wants for cfg: for a call
+// denied with nobody answering, the line of the configuration that denied
+// or asked (file:line) and the key that would let the call run, so that
+// the client that got the denial, or the person behind it, can tell what
+// to change.
+func Remedy(cfg *config.Config) func(def *tool.Definition, d policy.Decision) string {
+	return func(def *tool.Definition, d policy.Decision) string { return remedy(cfg, def, d) }
+}
+
+func remedy(cfg *config.Config, def *tool.Definition, d policy.Decision) string {
+	name := def.Name
+	allowRule := fmt.Sprintf("[[policy.rules]] tool = %q, approval = \"allow\"", name)
+	server, isMCP := strings.CutPrefix(def.Source, "mcp.")
+	add := "add " + allowRule + where(cfg)
+	verb := "to let the call run unasked, "
+	if d.Approval == policy.Deny {
+		verb = "to let the call run, "
+	}
+	switch {
+	case d.By == "rule" && d.Rule != nil && d.Rule.Approval == policy.Deny && d.Approval == policy.Deny:
+		return fmt.Sprintf("a deny rule always wins: to let the call run, narrow or remove the rule at %s", d.Rule.Source)
+	case d.By == "rule" && d.Rule != nil && d.Rule.Approval == policy.Deny:
+		// A deny rule that could not read the command asks.
+		return fmt.Sprintf("the deny rule at %s could not read the command; one it can read (no unclosed quote or substitution) is decided by the rules", d.Rule.Source)
+	case d.By == "rule" && d.Rule != nil && (d.Rule.Tool == name || d.Rule.Args != ""):
+		// A rule of its own for the tool would not beat this one, which is
+		// as specific or more: the rule itself has to change.
+		return verb + fmt.Sprintf("change the rule at %s to approval = \"allow\"", d.Rule.Source)
+	case d.By == "rule" && d.Rule != nil:
+		return verb + fmt.Sprintf("%s (it is more specific than the rule at %s)", add, d.Rule.Source)
+	case d.By == "source" && d.Default != nil:
+		return verb + fmt.Sprintf("%s (a rule wins over [mcp.%s] approval = %q at %s), or change that line",
+			add, server, string(d.Default.Approval), d.Default.Origin)
+	}
+	fix := verb + add
+	if isMCP {
+		fix += fmt.Sprintf("; or [mcp.%s] approval = \"allow\" for every tool of the server", server)
+	}
+	if a := def.Annotations; a.DestructiveHint == nil || !*a.DestructiveHint {
+		// A tool that says it may destroy is not one to call read-only.
+		fix += fmt.Sprintf("; or, if the tool changes nothing, [tools.%s] read_only = true", name)
+		if s := cfg.MCP[server]; isMCP && (s == nil || s.TrustAnnotations == nil || !*s.TrustAnnotations) {
+			fix += fmt.Sprintf(" (what the server says of its tools counts only with [mcp.%s] trust_annotations = true)", server)
+		}
+	}
+	return fix
+}
+
+// where names the files a setting can go in: the workspace's, which then
+// needs trust again, and the user's, which applies to every workspace.
+func where(cfg *config.Config) string {
+	user, ws := config.UserFile(), ""
+	for _, f := range cfg.Files {
+		if f != user {
+			ws = f
+		}
+	}
+	switch {
+	case ws != "" && user != "":
+		return fmt.Sprintf(" in %s (then lathe trust) or %s", ws, user)
+	case ws != "":
+		return fmt.Sprintf(" in %s (then lathe trust)", ws)
+	case user != "":
+		return " in lathe.toml (then lathe trust) or " + user
+	}
+	return " in lathe.toml"
 }
 
 func patterns(ps []config.Pattern) []string {

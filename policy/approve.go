@@ -121,6 +121,14 @@ type Options struct {
 	// FormatTimeout bounds a runtime's [tool.ArgumentFormatter]; zero
 	// means 5s.
 	FormatTimeout time.Duration
+	// Remedy, if set, says what would let a call run that was denied
+	// without anyone answering: by a deny rule or default, or for want of
+	// someone to ask (no approver, or one that could not be asked). It gets
+	// the decision of the rules or defaults (for an ask, the ask), and its
+	// answer, in the words of the configuration a person edits ("add
+	// [[policy.rules]] …"), is added to the denial's message. A person's
+	// refusal gets none: somebody answered.
+	Remedy func(def *tool.Definition, d Decision) string
 }
 
 // Middleware puts p into an engine's pipeline: denied calls end with
@@ -139,10 +147,11 @@ func Middleware(p *Policy, opts Options) lathe.Middleware {
 		return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
 			def := &inv.Tool.Definition
 			d := p.Decide(def, inv.Args)
+			asked, unanswered := d, d.Approval == Deny
 			if d.Approval == Ask {
 				var v Verdict
 				rule := ruleName(d.Rule)
-				d, v = settle(ctx, opts, inv, d, &mu, session)
+				d, v, unanswered = settle(ctx, opts, inv, d, &mu, session)
 				inv.Emit(lathe.Event{Kind: lathe.EventApprovalAnswered,
 					Approval: &lathe.Approval{Rule: rule, Reason: d.Reason, Answer: string(v), By: d.By}})
 			}
@@ -150,8 +159,14 @@ func Middleware(p *Policy, opts Options) lathe.Middleware {
 				note(d)
 			}
 			if d.Approval != Allow {
+				msg := d.Reason
+				if unanswered && opts.Remedy != nil {
+					if r := opts.Remedy(def, asked); r != "" {
+						msg += "; " + r
+					}
+				}
 				return nil, &tool.Error{Kind: tool.KindDenied, Tool: def.Name, Runtime: def.Runtime, Stage: "policy",
-					Message: d.Reason}
+					Message: msg}
 			}
 			return next(ctx, inv)
 		}
@@ -164,8 +179,10 @@ func Middleware(p *Policy, opts Options) lathe.Middleware {
 // counts as "session", a stored grant as "always", a person's own call as
 // "once", and whatever does not allow the call as "deny". Only when an
 // approver is asked is [lathe.EventApprovalAsked] published, just before:
-// the other answers come at once, without anyone to wait for.
-func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision, mu *sync.Mutex, session map[string]bool) (Decision, Verdict) {
+// the other answers come at once, without anyone to wait for. unanswered
+// says that the call is denied because nobody could answer: there was no
+// one to ask, or asking failed.
+func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision, mu *sync.Mutex, session map[string]bool) (_ Decision, _ Verdict, unanswered bool) {
 	name := inv.Tool.Definition.Name
 	command := grantCommand(inv.Args)
 	sid := lathe.SessionFrom(ctx)
@@ -174,16 +191,16 @@ func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision
 	ok := session[key]
 	mu.Unlock()
 	if ok {
-		return Decision{Approval: Allow, By: "session", Rule: d.Rule, Reason: "allowed for this session"}, AllowSession
+		return Decision{Approval: Allow, By: "session", Rule: d.Rule, Reason: "allowed for this session"}, AllowSession, false
 	}
 	if g, ok := grantDecision(ctx, opts.Grants, name, command, d); ok {
 		if g.Approval == Allow {
-			return g, AllowAlways
+			return g, AllowAlways, false
 		}
-		return g, Refuse
+		return g, Refuse, false
 	}
 	if who, ok := ctx.Value(personKey).(string); ok {
-		return Decision{Approval: Allow, By: who, Rule: d.Rule, Reason: "called by a person"}, AllowOnce
+		return Decision{Approval: Allow, By: who, Rule: d.Rule, Reason: "called by a person"}, AllowOnce, false
 	}
 	a, by := opts.Approver, "approver"
 	if ca, ok := ctx.Value(approverKey).(Approver); ok {
@@ -195,39 +212,39 @@ func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision
 		}
 	}
 	if a == nil {
-		return Decision{Approval: Deny, By: "nobody", Rule: d.Rule,
-			Reason: "the call needs approval (" + d.Reason + ") and there is no one to ask"}, Refuse
+		return Decision{Approval: Deny, By: "nobody", Rule: d.Rule, Default: d.Default,
+			Reason: "the call needs approval (" + d.Reason + ") and there is no one to ask"}, Refuse, true
 	}
 	req := &Request{Tool: &inv.Tool.Definition, Call: inv.Call, Arguments: render(ctx, opts, inv), Reason: d.Reason}
 	inv.Emit(lathe.Event{Kind: lathe.EventApprovalAsked, Approval: &lathe.Approval{Rule: ruleName(d.Rule), Reason: d.Reason}})
 	ans, err := a.Approve(ctx, req)
 	if err != nil {
-		return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: "approval could not be asked: " + err.Error()}, Refuse
+		return Decision{Approval: Deny, By: by, Rule: d.Rule, Default: d.Default, Reason: "approval could not be asked: " + err.Error()}, Refuse, true
 	}
 	switch ans.Verdict {
 	case AllowOnce:
-		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved once"}, AllowOnce
+		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved once"}, AllowOnce, false
 	case AllowSession:
 		mu.Lock()
 		session[key] = true
 		mu.Unlock()
-		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved for the session"}, AllowSession
+		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved for the session"}, AllowSession, false
 	case AllowAlways:
 		if opts.Grants != nil {
 			if err := opts.Grants.AddGrant(ctx, Grant{Tool: name, Command: command, Created: time.Now()}); err != nil {
-				return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved; the grant could not be stored: " + err.Error()}, AllowAlways
+				return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved; the grant could not be stored: " + err.Error()}, AllowAlways, false
 			}
 		}
 		mu.Lock()
 		session[key] = true
 		mu.Unlock()
-		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved always"}, AllowAlways
+		return Decision{Approval: Allow, By: by, Rule: d.Rule, Reason: "approved always"}, AllowAlways, false
 	}
 	reason := "the person refused the call"
 	if ans.Reason != "" {
 		reason += ": " + ans.Reason
 	}
-	return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: reason}, Refuse
+	return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: reason}, Refuse, false
 }
 
 // ruleName names a rule in the engine's events: where it came from, else

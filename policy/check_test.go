@@ -48,8 +48,12 @@ func TestDryRunAgreesWithMiddleware(t *testing.T) {
 		{"default ask, grant of the command", "shell", `{"command":"git log"}`, granted, policy.Allow, "default", true},
 		{"default ask, grant of another command", "shell", `{"command":"git push"}`, granted, policy.Ask, "default", false},
 		{"grants unreadable", "wipe", `{}`, brokenGrants{}, policy.Deny, "default", true},
+		{"source default deny over a read-only claim", "up__env", `{}`, granted, policy.Deny, "source", false},
+		{"source default ask, grant", "gh__list", `{}`, &memGrants{m: map[string]bool{"gh__list ": true}}, policy.Allow, "source", true},
+		{"source default allow", "ok__do", `{}`, nil, policy.Allow, "source", false},
 	}
-	p := &policy.Policy{Rules: rules}
+	p := &policy.Policy{Rules: rules, Defaults: []policy.SourceDefault{
+		{Source: "mcp.up", Approval: policy.Deny}, {Source: "mcp.gh", Approval: policy.Ask}, {Source: "mcp.ok", Approval: policy.Allow}}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var runs atomic.Int32
@@ -63,6 +67,9 @@ func TestDryRunAgreesWithMiddleware(t *testing.T) {
 				{Name: "shell"},
 				{Name: "look", Annotations: tool.Annotations{ReadOnlyHint: true}},
 				{Name: "wipe", Annotations: tool.Annotations{DestructiveHint: tool.Bool(true)}},
+				{Name: "up__env", Source: "mcp.up", Annotations: tool.Annotations{ReadOnlyHint: true}},
+				{Name: "gh__list", Source: "mcp.gh", Annotations: tool.Annotations{ReadOnlyHint: true}},
+				{Name: "ok__do", Source: "mcp.ok", Annotations: tool.Annotations{DestructiveHint: tool.Bool(true)}},
 			} {
 				if err := e.Register(builtin.Must(builtin.Func(d, f))); err != nil {
 					t.Fatal(err)

@@ -28,3 +28,20 @@ func ExamplePolicy_Decide() {
 	// make                           ask (default)
 	// read_file allow
 }
+
+// An upstream server's tools default to asking, whatever they claim, and
+// one rule makes an exception: a rule always wins over a source's default.
+func ExampleSourceDefault() {
+	p := &policy.Policy{
+		Rules:    []policy.Rule{{Tool: "gh__list_issues", Approval: policy.Allow, Source: "lathe.toml:9"}},
+		Defaults: []policy.SourceDefault{{Source: "mcp.gh", Approval: policy.Ask, Origin: "lathe.toml:4"}},
+	}
+	for _, name := range []string{"gh__list_issues", "gh__get_env"} {
+		def := &tool.Definition{Name: name, Source: "mcp.gh", Annotations: tool.Annotations{ReadOnlyHint: true}}
+		d := p.Decide(def, nil)
+		fmt.Printf("%s: %s (%s) %s\n", name, d.Approval, d.By, d.Reason)
+	}
+	// Output:
+	// gh__list_issues: allow (rule) the rule tool="gh__list_issues" approval="allow" (lathe.toml:9)
+	// gh__get_env: ask (source) the default approval="ask" of the tools of mcp.gh (lathe.toml:4)
+}

@@ -271,3 +271,59 @@ func TestCommandGrantsCoverOneCommandLine(t *testing.T) {
 		t.Fatalf("a grant for git log let rm run: %s (asked %d)", out.Result.Text(), asked)
 	}
 }
+
+// A denial nobody answered says what would let the call run: the remedy
+// is asked with the decision of the rules or defaults, and its answer
+// reaches the caller. A person's refusal gets none.
+func TestMiddlewareRemedy(t *testing.T) {
+	p := &policy.Policy{
+		Rules:    []policy.Rule{{Tool: "wipe", Approval: policy.Deny, Source: "x.toml:7"}},
+		Defaults: []policy.SourceDefault{{Source: "mcp.up", Approval: policy.Ask, Origin: "x.toml:3"}},
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		approver policy.Approver
+		tool     string
+		by       string // who decided what the remedy is asked about; "" for no remedy
+	}{
+		{"deny rule", nil, "wipe", "rule"},
+		{"ask with nobody to ask", nil, "up__look", "source"},
+		{"ask that cannot be asked", policy.ApproverFunc(func(context.Context, *policy.Request) (policy.Answer, error) {
+			return policy.Answer{}, errors.New("the client does not elicit")
+		}), "up__look", "source"},
+		{"a person refuses", policy.ApproverFunc(func(context.Context, *policy.Request) (policy.Answer, error) {
+			return policy.Answer{Verdict: policy.Refuse}, nil
+		}), "up__look", ""},
+	} {
+		var got []policy.Decision
+		remedy := func(def *tool.Definition, d policy.Decision) string {
+			got = append(got, d)
+			return "add a rule for " + def.Name
+		}
+		e := engine(t, p, policy.Options{Approver: tc.approver, Remedy: remedy})
+		// A tool that claims to be read-only, of a source whose default asks.
+		e.Register(builtin.Must(builtin.Func(tool.Definition{Name: "up__look", Source: "mcp.up", Annotations: tool.Annotations{ReadOnlyHint: true}},
+			func(context.Context, struct {
+				Path string `json:"path"`
+			}) (string, error) {
+				return "looked", nil
+			})))
+		out := e.Call(ctx, &tool.Call{Name: tc.tool, Arguments: json.RawMessage(`{"path":"a.txt"}`)})
+		if !errors.Is(out.Err(), tool.ErrDenied) {
+			t.Fatalf("%s: outcome %+v, want a denial", tc.name, out.Result)
+		}
+		text := out.Result.Text()
+		hasRemedy := strings.Contains(text, "add a rule for "+tc.tool)
+		switch {
+		case tc.by == "" && (hasRemedy || len(got) > 0):
+			t.Errorf("%s: a refusal got a remedy: %q", tc.name, text)
+		case tc.by != "" && (!hasRemedy || len(got) != 1 || got[0].By != tc.by):
+			t.Errorf("%s: message %q, remedy asked about %+v, want one decided by %s", tc.name, text, got, tc.by)
+		case tc.by == "rule" && (got[0].Rule == nil || got[0].Rule.Source != "x.toml:7"):
+			t.Errorf("%s: the remedy was not told the rule: %+v", tc.name, got[0])
+		case tc.by == "source" && (got[0].Default == nil || got[0].Default.Origin != "x.toml:3"):
+			t.Errorf("%s: the remedy was not told the default: %+v", tc.name, got[0])
+		}
+	}
+}

@@ -15,8 +15,15 @@
 //     arguments beats one that does not; then the rule whose patterns hold
 //     more literal characters (read_file beats read_* beats *); a tie goes
 //     to ask over allow.
-//  3. With no matching rule, the tool's annotations decide: a read-only tool
-//     is allowed, any other tool (destructive, or of unknown effects) asks.
+//  3. With no matching rule, the default of the tool's source decides, when
+//     the policy has one ([SourceDefault]: an MCP server's approval).
+//  4. With neither, the tool's annotations decide: a read-only tool is
+//     allowed, any other tool (destructive, or of unknown effects) asks.
+//
+// The annotations are what the tool's definition says when it reaches the
+// policy; a caller that does not trust a tool's own word (an upstream
+// server's) adjusts them before the tool is registered, as package config
+// does.
 package policy
 
 import (
@@ -78,21 +85,50 @@ func (r Rule) Validate() error {
 	return nil
 }
 
-// Policy is an ordered set of rules. The zero value has no rules: every
-// call gets the default its annotations give.
+// SourceDefault is the approval of every call of the tools of one source
+// that no rule decides: an MCP server's approval for its tools.
+type SourceDefault struct {
+	// Source is the tools' [tool.Definition].Source, as "mcp.github".
+	Source string
+	// Approval is what it says.
+	Approval Approval
+	// Origin says where it was set ("lathe.toml:4 mcp.github.approval"),
+	// for the reason and the audit log.
+	Origin string
+}
+
+// String renders the default for a reason.
+func (s *SourceDefault) String() string {
+	// Concatenation, not fmt: a server's tools get this reason on every
+	// call the default decides.
+	out := "the default approval=\"" + string(s.Approval) + "\" of the tools of " + s.Source
+	if s.Origin != "" {
+		out += " (" + s.Origin + ")"
+	}
+	return out
+}
+
+// Policy is an ordered set of rules, and defaults per source. The zero
+// value has neither: every call gets the default its annotations give.
 type Policy struct {
 	Rules []Rule
+	// Defaults hold at most one default per source; they decide the calls
+	// no rule matches.
+	Defaults []SourceDefault
 }
 
 // Decision is what the policy says about one call, and why.
 type Decision struct {
 	Approval Approval
-	// By names who or what decided: "rule", "default", and, once
+	// By names who or what decided: "rule", "source" (a [SourceDefault]),
+	// "default" (the tool's annotations), and, once
 	// [Middleware] has settled an ask, "grant", "session", "person",
 	// "approver", "client" or "nobody" (no way to ask).
 	By string
 	// Rule is the rule that decided, if one did.
 	Rule *Rule
+	// Default is the source's default that decided, if one did.
+	Default *SourceDefault
 	// Reason says why, in words a person and a model can read.
 	Reason string
 }
@@ -142,12 +178,24 @@ func (p *Policy) Decide(def *tool.Definition, args any) Decision {
 			best, bestScore = r, score
 		}
 	}
-	if doubt != nil && (best == nil || best.Approval == Allow) && (best != nil || def.Annotations.ReadOnlyHint) {
+	d := p.fallback(def, best)
+	if doubt != nil && d.Approval == Allow {
 		return Decision{Approval: Ask, By: "rule", Rule: doubt,
 			Reason: "the rule " + doubt.String() + " cannot tell whether it denies the command: " + doubtWhy}
 	}
+	return d
+}
+
+// fallback is the decision when no deny rule matched: the best rule, else
+// the source's default, else the annotations'.
+func (p *Policy) fallback(def *tool.Definition, best *Rule) Decision {
 	if best != nil {
 		return Decision{Approval: best.Approval, By: "rule", Rule: best, Reason: "the rule " + best.String()}
+	}
+	for i := range p.Defaults {
+		if s := &p.Defaults[i]; s.Source == def.Source && def.Source != "" {
+			return Decision{Approval: s.Approval, By: "source", Default: s, Reason: s.String()}
+		}
 	}
 	a := def.Annotations
 	if a.ReadOnlyHint {
@@ -327,12 +375,12 @@ func match(pattern, s string) bool {
 }
 
 // literals counts a pattern's characters that are not wildcards. It runs
-// for every matching rule of every call, so it counts in place: building a
-// strings.Replacer for it cost more than the rest of the decision.
+// for every matching rule of every call, so it counts in place rather than
+// building a string without the wildcards.
 func literals(pattern string) int {
 	n := 0
-	for _, c := range pattern {
-		if c != '*' && c != '?' {
+	for _, r := range pattern {
+		if r != '*' && r != '?' {
 			n++
 		}
 	}

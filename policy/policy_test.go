@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lathe-tools/lathe/tool"
@@ -117,20 +118,53 @@ func TestMostSpecificCountsCharacters(t *testing.T) {
 	}
 }
 
-// BenchmarkDecide decides a call against a few rules that match it, as a
-// gateway does for every call; it reports the allocations the decision
-// makes.
-func BenchmarkDecide(b *testing.B) {
-	def := &tool.Definition{Name: "up__echo"}
-	p := &Policy{Rules: []Rule{
-		{Tool: "up__*", Approval: Ask},
-		{Tool: "up__echo", Approval: Allow},
-		{Tool: "*", Approval: Ask},
-	}}
-	b.ReportAllocs()
-	for b.Loop() {
-		if d := p.Decide(def, nil); d.Approval != Allow {
-			b.Fatalf("%+v", d)
+// A source's default decides what no rule matches, below every rule and
+// above the annotations; a deny rule's doubt still turns its allow into a
+// question.
+func TestDecideSourceDefault(t *testing.T) {
+	claimsReadOnly := &tool.Definition{Name: "up__environ", Source: "mcp.up", Annotations: tool.Annotations{ReadOnlyHint: true}}
+	exception := &tool.Definition{Name: "up__status", Source: "mcp.up"}
+	other := &tool.Definition{Name: "gh__issues", Source: "mcp.gh", Annotations: tool.Annotations{ReadOnlyHint: true}}
+	shell := &tool.Definition{Name: "up__sh", Source: "mcp.up"}
+	cmd := map[string]any{"command": "echo 'unclosed"}
+	for _, tc := range []struct {
+		name     string
+		p        Policy
+		def      *tool.Definition
+		args     any
+		want     Approval
+		by, from string
+	}{
+		{"deny default over a read-only claim", Policy{Defaults: []SourceDefault{{Source: "mcp.up", Approval: Deny, Origin: "x.toml:3"}}},
+			claimsReadOnly, nil, Deny, "source", "x.toml:3"},
+		{"ask default over a read-only claim", Policy{Defaults: []SourceDefault{{Source: "mcp.up", Approval: Ask}}},
+			claimsReadOnly, nil, Ask, "source", ""},
+		{"a rule wins over the default", Policy{
+			Rules:    []Rule{{Tool: "up__status", Approval: Allow, Source: "x.toml:9"}},
+			Defaults: []SourceDefault{{Source: "mcp.up", Approval: Deny}}},
+			exception, nil, Allow, "rule", ""},
+		{"a broad rule wins too", Policy{
+			Rules:    []Rule{{Tool: "*", Approval: Ask}},
+			Defaults: []SourceDefault{{Source: "mcp.up", Approval: Allow}}},
+			exception, nil, Ask, "rule", ""},
+		{"another source's default does not apply", Policy{Defaults: []SourceDefault{{Source: "mcp.up", Approval: Deny}}},
+			other, nil, Allow, "default", ""},
+		{"allow default", Policy{Defaults: []SourceDefault{{Source: "mcp.up", Approval: Allow}}},
+			exception, nil, Allow, "source", ""},
+		{"a doubting deny rule turns the default's allow into ask", Policy{
+			Rules:    []Rule{{Tool: "up__sh", Args: "rm *", Approval: Deny}},
+			Defaults: []SourceDefault{{Source: "mcp.up", Approval: Allow}}},
+			shell, cmd, Ask, "rule", ""},
+	} {
+		d := tc.p.Decide(tc.def, tc.args)
+		if d.Approval != tc.want || d.By != tc.by {
+			t.Errorf("%s: %s by %s (%s), want %s by %s", tc.name, d.Approval, d.By, d.Reason, tc.want, tc.by)
+		}
+		if tc.by == "source" && (d.Default == nil || d.Default.Source != tc.def.Source || !strings.Contains(d.Reason, tc.def.Source)) {
+			t.Errorf("%s: the decision does not name the default: %+v", tc.name, d)
+		}
+		if tc.from != "" && !strings.Contains(d.Reason, tc.from) {
+			t.Errorf("%s: reason %q does not name %s", tc.name, d.Reason, tc.from)
 		}
 	}
 }

@@ -50,6 +50,19 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = objectSchema
 	}
+	if s := remembered(raw); s != nil {
+		return s, nil
+	}
+	s, err := compile(raw)
+	if err != nil {
+		return nil, err
+	}
+	remember(raw, s)
+	return s, nil
+}
+
+// compile is [Compile] without the memo.
+func compile(raw json.RawMessage) (*Schema, error) {
 	if err := checkNesting(raw); err != nil {
 		return nil, err
 	}

@@ -64,7 +64,9 @@ func readBody(next http.Handler) http.Handler {
 			return
 		}
 		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		// Tasks: a tools/call's "task" is kept (tasks.go).
+		body = liftTaskBody(body)
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		next.ServeHTTP(w, r)
 	})
 }

@@ -14,6 +14,10 @@
 // Cancelling a call (notifications/cancelled) cancels the engine's call and
 // so the upstream one.
 //
+// Any call can run as an MCP task: the client gets a handle at once and
+// fetches the result later, from the same session or a later one (see
+// [TaskOptions] for the bounds).
+//
 // The server follows the engine's registry: when its tools change
 // ([lathe.EventToolsChanged], from Register, Replace, Unregister, or an
 // upstream server's own tools/list_changed), [Server.Sync] brings the
@@ -67,6 +71,8 @@ type Options struct {
 	Instructions string
 	// Logger receives the SDK's and the server's own logs; nil discards them.
 	Logger *slog.Logger
+	// Tasks bound what the server keeps for MCP tasks (see tasks.go).
+	Tasks TaskOptions
 }
 
 // Server serves an engine's tools over MCP.
@@ -87,6 +93,8 @@ type Server struct {
 	wg          sync.WaitGroup
 	// unsubscribe ends the server's subscription to the engine's events.
 	unsubscribe func()
+	// tasks holds the MCP tasks of every client (see tasks.go).
+	tasks *taskStore
 }
 
 // New returns a server of e's tools.
@@ -121,6 +129,9 @@ func New(e *lathe.Engine, opts Options) *Server {
 			return next(ctx, method, req)
 		}
 	})
+	// Tasks: the task methods, and the middleware that answers
+	// task-augmented calls (tasks.go).
+	s.serveTasks()
 	// Subscribed before the first Sync, so that no change falls between.
 	// A subscriber that fell behind and lost events may have lost a change
 	// of the tools, so it syncs then too; Sync is idempotent.
@@ -182,6 +193,8 @@ func (s *Server) Close() error {
 		ss.Close()
 	}
 	s.wg.Wait()
+	// Tasks outlive their sessions, not the server (tasks.go).
+	s.tasks.close()
 	return nil
 }
 
@@ -415,7 +428,8 @@ func needsInput(q *tool.Question, why string) *sdk.CallToolResult {
 // A line that holds no JSON-RPC message is answered with a JSON-RPC error
 // (parse error or invalid request), and the session goes on.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	err := s.mcp.Run(ctx, stdioTransport(in, out))
+	// liftLines keeps a tools/call's "task" (tasks.go).
+	err := s.mcp.Run(ctx, stdioTransport(newLiftLines(in), out))
 	if ctx.Err() != nil {
 		return nil
 	}

@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 		"lathe-sdk-tool": sdkTool,
 		// lathe-test-mcp is an upstream MCP server (mcptest.ServeEnv).
 		"lathe-test-mcp": func() { mcptest.ServeEnv("lathe-test-mcp") },
+		// lathe-test-liar is an upstream MCP server that calls its env-dumping
+		// tool read-only (mcptest.ServeLiar).
+		"lathe-test-liar": func() { mcptest.ServeLiar("lathe-test-liar") },
 	})
 }
 
@@ -108,6 +111,14 @@ func TestScripts(t *testing.T) {
 			}
 			env.Defer(func() { os.RemoveAll(state) })
 			env.Setenv("XDG_STATE_HOME", state)
+			// So does the cache of MCP servers' tool lists, which is
+			// refused inside the workspace too.
+			cache, err := os.MkdirTemp("", "lathe-cache-")
+			if err != nil {
+				return err
+			}
+			env.Defer(func() { os.RemoveAll(cache) })
+			env.Setenv("XDG_CACHE_HOME", cache)
 			// The reference MCP servers, for mcp*.txtar and serve*.txtar.
 			env.Setenv("MCP_NODE_MODULES", mcptest.NodeModules())
 			return nil

@@ -62,6 +62,11 @@ func newBatchCmd(g *globals) *cobra.Command {
 				return &usageError{err}
 			}
 			g.approver = terminalApprover(g.streams)
+			// Only servers that may hold the batch's tools are started.
+			g.need = make([]string, 0, len(calls))
+			for _, c := range calls {
+				g.need = append(g.need, c.Name)
+			}
 			e, err := g.openEngine()
 			if err != nil {
 				return err

@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lathe-tools/lathe/load"
+	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/runtime/process"
 )
 
@@ -13,16 +15,18 @@ import (
 func newCacheCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cache",
-		Short: "Show or clear the cache of local tools' schemas",
+		Short: "Show or clear the cache of local tools' schemas and MCP servers' tool lists",
 		Long: "lathe asks a local tool without configured parameters for its schema once, and keeps the answer on disk,\n" +
 			"keyed by the binary's path, size and modification time, so that it is asked again only when it changes.\n" +
-			"The cache lives in $" + process.CacheDirEnv + "/schemas, or in lathe/schemas under the user's cache directory.",
+			"The cache lives in $" + process.CacheDirEnv + "/schemas, or in lathe/schemas under the user's cache directory.\n" +
+			"The tool lists of upstream MCP servers are kept beside it, in mcp/, so that a command starts no server\n" +
+			"before it calls one of its tools.",
 		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "clear",
-		Short: "Forget every cached schema, so that each local tool is asked again",
+		Short: "Forget every cached schema and tool list, so that each local tool and MCP server is asked again",
 		Args:  usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir := process.DefaultCacheDir()
@@ -35,6 +39,13 @@ func newCacheCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(g.streams.Out, "removed %d cached %s from %s\n", n, plural(n, "schema", "schemas"), dir)
+			if mdir := load.ToolCacheDir(); mdir != "" {
+				n, err := mcp.NewToolCache(mdir).Clear()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(g.streams.Out, "removed %d cached MCP tool %s from %s\n", n, plural(n, "list", "lists"), mdir)
+			}
 			return nil
 		},
 	}, &cobra.Command{

@@ -41,6 +41,8 @@ func newCallCmd(g *globals) *cobra.Command {
 			// On a terminal, a configuration that needs trust is shown
 			// and the person asked.
 			g.trust = trustAsk
+			// Only a server that may hold the tool is started.
+			g.need = args[:1]
 			e, err := g.openEngine()
 			if err != nil {
 				return err

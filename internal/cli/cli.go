@@ -87,6 +87,14 @@ type globals struct {
 	hooks tool.Hooks
 	// verbose sends lathe's log to standard error (see engine.go).
 	verbose bool
+	// need names the tools a command will call, when it knows them:
+	// upstream servers that cannot hold them are not started (see
+	// load.Options.Need). longLived says the command serves until
+	// stopped, so idle upstream servers are pinged. refresh lists every
+	// upstream server's tools anew, whatever the cache holds.
+	need      []string
+	longLived bool
+	refresh   bool
 
 	mu     sync.Mutex
 	opened []*load.Workspace // closed when the command ends
@@ -118,6 +126,7 @@ func newRoot(s Streams, extra []tool.Tool) (*cobra.Command, *globals) {
 	root.AddCommand(newCacheCmd(g))
 	root.AddCommand(newAuditCmd(g))
 	root.AddCommand(newTrustCmd(g))
+	root.AddCommand(newAuthCmd(g))
 	root.AddCommand(newConfigCmd(g), newPolicyCmd(g))
 	return root, g
 }

@@ -33,7 +33,7 @@ func newConfigCmd(g *globals) *cobra.Command {
 			"($XDG_CONFIG_HOME/lathe/config.toml), then the workspace's lathe.toml or --config FILE, merged, each\n" +
 			"value with the file and line that set it, or \"default\" for lathe's own. What a file that is not\n" +
 			"trusted would widen is left out: it is listed at the end, with the command that trusts it.\n" +
-			"Values of an MCP server's env and headers are hidden unless they name a ${VAR}.",
+			"Values of an MCP server's env, headers and oauth.client_secret are hidden unless they name a ${VAR}.",
 		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ws, err := g.workspaceDir()
@@ -181,11 +181,13 @@ func defaultSettings() []settingJSON {
 	}
 }
 
-// hideSecret hides the value of an MCP server's env or headers entry that
-// holds a literal, which may be a token, rather than a ${VAR} naming one:
-// the output of lathe config is the kind of thing pasted into a report.
+// hideSecret hides the value of an MCP server's env or headers entry, or
+// of its OAuth client secret, that holds a literal, which may be a token,
+// rather than a ${VAR} naming one: the output of lathe config is the kind
+// of thing pasted into a report.
 func hideSecret(path []string, v any) any {
-	if len(path) != 4 || path[0] != "mcp" || (path[2] != "env" && path[2] != "headers") {
+	if len(path) != 4 || path[0] != "mcp" ||
+		(path[2] != "env" && path[2] != "headers" && (path[2] != "oauth" || path[3] != "client_secret")) {
 		return v
 	}
 	if s, ok := v.(string); ok && !strings.Contains(s, "${") && s != "" {

@@ -33,16 +33,9 @@ func (g *globals) quietConfig(ws string) (*config.Config, []load.Untrusted, erro
 	return g.loadConfig(ws, trustWarn)
 }
 
-// policyOf is the policy the engine is built with (policyStages builds the
-// same from the same rules).
-func policyOf(cfg *config.Config) *policy.Policy {
-	p := &policy.Policy{}
-	for _, r := range cfg.Policy.Rules {
-		p.Rules = append(p.Rules, policy.Rule{Tool: r.Tool, Args: r.Args, Arg: r.Arg,
-			Approval: policy.Approval(r.Approval), Source: r.Pos.String()})
-	}
-	return p
-}
+// policyOf is the policy the engine is built with: its rules and the
+// servers' default approvals.
+func policyOf(cfg *config.Config) *policy.Policy { return load.Policy(cfg) }
 
 // grantsOf returns the stored grants the engine would consult, or nil when
 // the configuration keeps none (audit off) or they cannot be opened, with
@@ -81,7 +74,8 @@ type effective struct {
 	Profile     string `json:"profile"`
 	ProfileFrom string `json:"profile_from"`
 	Isolation   string `json:"isolation"`
-	// Effects are the tool's annotations.
+	// Effects are the tool's annotations, as the policy and the batch
+	// planner take them.
 	Effects effects `json:"effects"`
 	// Approval is the policy's decision for a call whose arguments match
 	// no rule that looks at arguments.
@@ -97,6 +91,10 @@ type effects struct {
 	Destructive *bool  `json:"destructive,omitempty"`
 	Idempotent  bool   `json:"idempotent"`
 	OpenWorld   *bool  `json:"open_world,omitempty"`
+	// From says whose word the effects are: the tool's own, an MCP
+	// server's (trusted, or counted only where it narrows), and the
+	// [tools.NAME] keys that replace them, each with its place.
+	From []string `json:"from"`
 }
 
 type ruleJSON struct {
@@ -129,11 +127,24 @@ type check struct {
 	Grant string `json:"grant,omitempty"`
 	// Grants says why no grant was consulted, when none was.
 	Grants string `json:"grants,omitempty"`
+	// Default is where the server's default approval that decided was
+	// set ("file:line"), when one did (By "source").
+	Default string `json:"default,omitempty"`
+	// Remedy, for a deny or an ask nobody answers, says which line and
+	// key would let the call run: what a client that gets the denial is
+	// told.
+	Remedy string `json:"remedy,omitempty"`
 }
 
-func checkOf(r policy.DryRun, grantsNote string) check {
+func checkOf(cfg *config.Config, def *tool.Definition, r policy.DryRun, grantsNote string) check {
 	c := check{Decision: string(r.Approval()), By: r.Decision.By, Rule: ruleOf(r.Decision.Rule), Reason: r.Decision.Reason,
 		Grants: grantsNote}
+	if d := r.Decision.Default; d != nil {
+		c.Default = d.Origin
+	}
+	if r.Approval() != policy.Allow && (r.Grant == nil || r.Grant.Approval != policy.Deny) {
+		c.Remedy = load.Remedy(cfg)(def, r.Decision)
+	}
 	if r.Grant != nil {
 		c.By, c.Reason = r.Grant.By, r.Grant.Reason+" (the "+r.Decision.By+" asks: "+r.Decision.Reason+")"
 		c.Grant = "the tool"
@@ -161,7 +172,7 @@ func effectiveOf(ctx context.Context, cfg *config.Config, ws string, def tool.De
 	}
 	a := def.Annotations
 	e.Effects = effects{Word: effect(a), ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint,
-		Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}
+		Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint, From: effectsFrom(cfg, def)}
 	// The approval shown is that of a call no argument rule matches: the
 	// rules that look at arguments are listed apart, since which of them
 	// a call meets depends on the call.
@@ -175,9 +186,40 @@ func effectiveOf(ctx context.Context, cfg *config.Config, ws string, def tool.De
 			e.ArgumentRules = append(e.ArgumentRules, *ruleOf(r))
 		}
 	}
+	byName.Defaults = p.Defaults
 	grants, note := grantsOf(cfg, ws)
-	e.Approval = checkOf(byName.DryRun(ctx, grants, &def, map[string]any{}), note)
+	e.Approval = checkOf(cfg, &def, byName.DryRun(ctx, grants, &def, map[string]any{}), note)
 	return e
+}
+
+// effectsFrom says whose word def's effects are, as [config.Config.Apply]
+// took them: the tool's own, or its MCP server's (trusted, or counted only
+// where they narrow), and the [tools.NAME] keys that replace them.
+func effectsFrom(cfg *config.Config, def tool.Definition) []string {
+	var from []string
+	if server, ok := strings.CutPrefix(def.Source, "mcp."); ok {
+		if s := cfg.MCP[server]; s != nil && s.TrustAnnotations != nil && *s.TrustAnnotations {
+			from = append(from, fmt.Sprintf("the server's annotations, trusted (%s mcp.%s.trust_annotations)",
+				origin(cfg, "mcp", server, "trust_annotations"), server))
+		} else {
+			from = append(from, fmt.Sprintf("the server's annotations, counted only where they make the tool look more dangerous "+
+				"([mcp.%s] trust_annotations = true takes its word)", server))
+		}
+	} else {
+		from = append(from, "the tool's own annotations")
+	}
+	if t := cfg.Tools[def.Name]; t != nil {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"read_only", t.ReadOnly != nil}, {"destructive", t.Destructive != nil},
+			{"idempotent", t.Idempotent != nil}, {"open_world", t.OpenWorld != nil}} {
+			if k.set {
+				from = append(from, fmt.Sprintf("%s tools.%s.%s", origin(cfg, "tools", def.Name, k.key), def.Name, k.key))
+			}
+		}
+	}
+	return from
 }
 
 // timeoutOf is the timeout of a call of def, as the engine takes it: the
@@ -287,6 +329,9 @@ func describeEffective(w io.Writer, e effective) error {
 		fmt.Fprintf(w, "Sandbox:  none; %s\n", e.Isolation)
 	}
 	fmt.Fprintf(w, "Effects:  %s (%s)\n", e.Effects.Word, annotationWords(e.Effects))
+	for _, f := range e.Effects.From {
+		fmt.Fprintf(w, "          from %s\n", visible(f))
+	}
 	writeCheck(w, "Approval: ", e.Approval)
 	if len(e.ArgumentRules) > 0 {
 		fmt.Fprintln(w, "          for a call whose arguments match no rule below; these look at the arguments")
@@ -308,6 +353,9 @@ func writeCheck(w io.Writer, label string, c check) {
 	}
 	if c.Grants != "" {
 		fmt.Fprintf(w, "%s%s\n", pad, visible(c.Grants))
+	}
+	if c.Remedy != "" {
+		fmt.Fprintf(w, "%s%s\n", pad, visible(c.Remedy))
 	}
 }
 

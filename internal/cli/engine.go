@@ -52,6 +52,9 @@ func (g *globals) openWorkspace(ctx context.Context) (*load.Workspace, error) {
 	opts.Approver = g.approver
 	opts.Hooks = g.hooks
 	opts.Logger = g.logger()
+	opts.Need = g.need
+	opts.LongLived = g.longLived
+	opts.RefreshToolCache = g.refresh
 	w, err := load.Open(ctx, opts)
 	if err != nil {
 		return nil, g.loadError(err)

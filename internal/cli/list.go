@@ -18,7 +18,11 @@ func newListCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the tools of the workspace",
-		Args:  usage(cobra.NoArgs),
+		Long: "List the tools of the workspace. The tools of an upstream MCP server come from the cache of its tool\n" +
+			"list when it holds them, and the server is not started; a server whose list is not cached, or whose\n" +
+			"command, environment or program changed since, is started to list them. --refresh starts every\n" +
+			"server and caches what it lists now.",
+		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			e, err := g.openEngine()
 			if err != nil {
@@ -38,6 +42,7 @@ func newListCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the definitions as a JSON array")
+	cmd.Flags().BoolVar(&g.refresh, "refresh", false, "start every upstream MCP server to list its tools, and cache what it lists")
 	return cmd
 }
 

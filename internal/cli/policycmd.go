@@ -49,7 +49,7 @@ func newPolicyCheckCmd(g *globals) *cobra.Command {
 				return err
 			}
 			grants, note := grantsOf(cfg, ws)
-			c := checkOf(policyOf(cfg).DryRun(cmd.Context(), grants, &d, v), note)
+			c := checkOf(cfg, &d, policyOf(cfg).DryRun(cmd.Context(), grants, &d, v), note)
 			if asJSON {
 				err = writeJSON(g.streams.Out, struct {
 					Tool      string `json:"tool"`

@@ -62,6 +62,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			// asks goes to the client whose call caused it, or is refused.
 			g.trust = trustRefuse
 			g.hooks = tool.Hooks{}
+			g.longLived = true
 			w, err := g.openWorkspace(cmd.Context())
 			if err != nil {
 				return err

@@ -181,3 +181,28 @@ func Open(p string) (*os.File, fs.FileInfo, error) {
 	}
 	return f, fi, nil
 }
+
+// ReadPrivate reads the file p as [ReadFile] does, and only if no one but
+// this user could have written it: it must belong to this user and be
+// writable by no one else. It is for caches whose content decides what
+// tools are offered and what they claim, and which are not secrets. A file
+// larger than limit is refused.
+func ReadPrivate(p string, limit int64) ([]byte, error) {
+	f, fi, err := Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	switch {
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	case fi.Mode().Perm()&0o022 != 0:
+		return nil, fmt.Errorf("%s may be written by other users (mode %v)", p, fi.Mode().Perm())
+	case fi.Size() > limit:
+		return nil, fmt.Errorf("%s is larger than %d bytes", p, limit)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return nil, fmt.Errorf("%s belongs to user %d, not to this user (%d)", p, st.Uid, os.Geteuid())
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}

@@ -28,6 +28,8 @@ type rawTool struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema"`
 	Annotations  json.RawMessage `json:"annotations"`
+	// Execution says whether the tool runs as a task (tasks.go).
+	Execution json.RawMessage `json:"execution"`
 }
 
 // capture collects the raw tools of one session.
@@ -194,11 +196,20 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 	}
+	// Tasks: a task-augmented call and its answer (tasks.go).
+	req, asTask := lowerTaskRequest(req)
 	base := t.base
 	if base == nil {
 		base = http.DefaultTransport
 	}
 	resp, err := base.RoundTrip(req)
+	if err == nil && asTask && resp.Body != nil {
+		resp.Body = &taskBody{ReadCloser: resp.Body,
+			stream: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+		return resp, nil
+	}
 	if err != nil || !listing || resp.Body == nil {
 		return resp, err
 	}

@@ -20,6 +20,14 @@
 // server that announces notifications/tools/list_changed has its tools
 // listed again and replaced in the engine.
 //
+// A server need not run for its tools to be offered: with a [ToolCache] in
+// [Options].Cache, Open registers the tools of a server whose list the
+// cache holds without starting it, and the server starts at the first call
+// of one of its tools (or at once, in the background, with
+// [Options].StartCached). [Options].Defer leaves out the servers a command
+// will not call. A server given a [Config].PingInterval is pinged while
+// idle, and one that does not answer is restarted.
+//
 // Once opened, the pool belongs to the engine it registered in: closing the
 // engine closes it (see [Pool]).
 package mcp
@@ -29,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os/exec"
@@ -37,6 +46,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/lathe-tools/lathe/tool"
 )
@@ -48,6 +59,10 @@ const RuntimeName = "mcp"
 const (
 	DefaultStartupTimeout = 30 * time.Second
 )
+
+// MaxPingWait bounds how long a ping waits for its answer, whatever the
+// interval.
+const MaxPingWait = 10 * time.Second
 
 // Config describes one upstream server. Exactly one of Command and URL is set.
 type Config struct {
@@ -72,8 +87,15 @@ type Config struct {
 	Dir string
 	// URL is the endpoint of a server spoken to over streamable HTTP.
 	URL string
-	// Headers are sent with every HTTP request (Authorization, say).
+	// Headers are sent with every HTTP request (Authorization, say), and
+	// only to the origin of URL: a redirect to another origin is not
+	// followed.
 	Headers map[string]string
+	// OAuth, if set, authorizes the requests to URL: it gives the token
+	// of each request and runs the authorization flow when the server
+	// answers 401 (see package runtime/mcp/oauth). Its token, like
+	// Headers, goes to URL's origin only.
+	OAuth auth.OAuthHandler
 	// Prefix is put before each tool's name; nil means Name + "__".
 	Prefix *string
 	// Allow, if not empty, keeps only the tools whose upstream name matches
@@ -88,6 +110,18 @@ type Config struct {
 	// Optional says that a server which cannot be started is reported and
 	// skipped rather than failing [Open].
 	Optional bool
+	// PingInterval, when positive, has the server pinged after that long
+	// without a call in flight: a server that does not answer within the
+	// interval (at most [MaxPingWait]) is taken for hung, stopped and
+	// started again. Zero pings never, which suits a pool that lives for
+	// one command.
+	PingInterval time.Duration
+	// ExitGrace is how long a server run as a command has, once its
+	// standard input is closed, to exit before it is sent SIGTERM (and, as
+	// long again later, SIGKILL); zero means one second. A one-shot
+	// command that must not wait for a server's leisurely exit sets it
+	// short.
+	ExitGrace time.Duration
 }
 
 func (c *Config) prefix() string {
@@ -95,6 +129,13 @@ func (c *Config) prefix() string {
 		return *c.Prefix
 	}
 	return c.Name + "__"
+}
+
+func (c *Config) exitGrace() time.Duration {
+	if c.ExitGrace > 0 {
+		return c.ExitGrace
+	}
+	return terminateGrace
 }
 
 func (c *Config) startupTimeout() time.Duration {
@@ -128,6 +169,8 @@ func (c *Config) validate() error {
 		return errors.New("set command or url, not both")
 	case len(c.Command) == 0 && c.URL == "":
 		return errors.New("set command (a server over stdio) or url (a server over streamable HTTP)")
+	case c.OAuth != nil && c.URL == "":
+		return errors.New("OAuth authorizes a server over HTTP; this one runs a command")
 	}
 	for _, p := range slices.Concat(c.Allow, c.Deny) {
 		if _, err := path.Match(p, ""); err != nil {
@@ -175,6 +218,25 @@ type Options struct {
 	Warn func(error)
 	// OnClose is called once, when the pool has closed.
 	OnClose func()
+	// Cache, when set, keeps each server's tool list between runs: [Open]
+	// registers the tools of a server it holds without starting the
+	// server, which starts at the first call of one of its tools (see
+	// [ToolCache]).
+	Cache *ToolCache
+	// RefreshCache starts every server, as if the cache held none of
+	// them, and writes what they list to the cache.
+	RefreshCache bool
+	// StartCached starts the servers whose tools came from the cache in
+	// the background once Open has registered them, rather than at their
+	// first call: for a pool that serves for long, whose first calls
+	// should not wait and whose servers may announce changes to their
+	// tools.
+	StartCached bool
+	// Defer, when set, is asked at [Open] about each server whose tools
+	// the cache does not hold; true leaves that server unstarted and its
+	// tools unregistered, for a command that will not call them (see
+	// [Pool.Deferred]). Nil starts every such server.
+	Defer func(*Config) bool
 }
 
 // Pool holds the sessions of upstream servers and runs the calls of their
@@ -213,13 +275,16 @@ var (
 // run it on the caller's goroutine.
 func (p *Pool) Cooperative() bool { return true }
 
-// Open starts the configured servers, concurrently, and registers their
-// tools in reg, server by server in the order of cfgs. A required server
-// that cannot be started, or a tool name that collides with one already
-// registered, fails Open, which then stops everything it started; an
-// optional server that cannot be started is passed to [Options.Warn] and
-// skipped. With no error the pool belongs to the engine, or else to the
-// caller; see [Pool].
+// Open registers the tools of the configured servers in reg, server by
+// server in the order of cfgs. The tools of a server that [Options].Cache
+// holds are registered from the cache, and the server starts at the first
+// call of one of them; a server that [Options].Defer defers is neither
+// started nor registered; the others are started, concurrently, and their
+// tools listed (and cached). A required server that cannot be started, or
+// a tool name that collides with one already registered, fails Open, which
+// then stops everything it started; an optional server that cannot be
+// started is passed to [Options.Warn] and skipped. With no error the pool
+// belongs to the engine, or else to the caller; see [Pool].
 func Open(ctx context.Context, reg Registry, cfgs []Config, opts Options) (*Pool, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -241,6 +306,20 @@ func Open(ctx context.Context, reg Registry, cfgs []Config, opts Options) (*Pool
 	errs := make([]error, len(p.servers))
 	var wg sync.WaitGroup
 	for i, s := range p.servers {
+		if opts.Cache != nil && !opts.RefreshCache {
+			tools, err := opts.Cache.load(s)
+			if err == nil {
+				s.tools, s.fromCache = tools, true
+				continue
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				opts.Logger.Debug("cached MCP tool list not used", "server", s.cfg.Name, "error", err)
+			}
+		}
+		if opts.Defer != nil && opts.Defer(&s.cfg) {
+			s.deferred = true
+			continue
+		}
 		wg.Go(func() { _, errs[i] = s.session(ctx) })
 	}
 	wg.Wait()
@@ -268,7 +347,7 @@ func Open(ctx context.Context, reg Registry, cfgs []Config, opts Options) (*Pool
 		return nil, errors.Join(failed...)
 	}
 	for i, s := range p.servers {
-		if errs[i] != nil {
+		if errs[i] != nil || s.deferred {
 			continue
 		}
 		if err := p.install(s, s.currentTools(), true); err != nil {
@@ -280,6 +359,13 @@ func Open(ctx context.Context, reg Registry, cfgs []Config, opts Options) (*Pool
 	if o, ok := reg.(owner); ok {
 		if err := o.Own(p); err != nil {
 			return nil, err
+		}
+	}
+	if opts.StartCached {
+		for _, s := range p.servers {
+			if s.currentFromCache() {
+				s.startInBackground()
+			}
 		}
 	}
 	return p, nil
@@ -383,6 +469,18 @@ func (p *Pool) Skipped() []string {
 	var names []string
 	for _, s := range p.servers {
 		if s.skipped {
+			names = append(names, s.cfg.Name)
+		}
+	}
+	return names
+}
+
+// Deferred returns the names of the servers that [Options].Defer left
+// unstarted and whose tools are not registered.
+func (p *Pool) Deferred() []string {
+	var names []string
+	for _, s := range p.servers {
+		if s.deferred {
 			names = append(names, s.cfg.Name)
 		}
 	}

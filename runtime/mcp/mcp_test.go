@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 	case "conformance":
 		mcptest.ServeConformance()
 		return
+	case "tasks":
+		serveTasks()
+		return
 	default:
 		fmt.Fprintln(os.Stderr, "unknown test server", os.Getenv(serverEnv))
 		os.Exit(2)

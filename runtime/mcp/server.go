@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -60,7 +59,10 @@ type server struct {
 	lastFail   time.Time
 	started    bool // a session was established once
 	closed     bool
-	skipped    bool // an optional server that Open could not start
+	skipped    bool          // an optional server that Open could not start
+	fromCache  bool          // tools came from the cache; no session was established yet
+	deferred   bool          // neither started nor registered (Options.Defer)
+	gen        atomic.Uint64 // counts changes of tools found when a session started
 	tools      []upTool
 	inflight   map[uint64]*inflight
 	nextID     uint64
@@ -108,6 +110,8 @@ func newServer(p *Pool, cfg Config) *server {
 		ElicitationHandler:          s.elicit,
 		CreateMessageHandler:        s.sample,
 	})
+	// Tasks: the task methods lathe sends upstream (tasks.go).
+	addTaskMethods(s.client)
 	return s
 }
 
@@ -184,10 +188,12 @@ func (s *server) connect(wait time.Duration, done chan struct{}) {
 		sess, tools, err = s.start()
 	}
 
+	if err == nil {
+		s.adopt(tools)
+	}
 	s.mu.Lock()
 	s.connecting = nil
 	s.connErr = err
-	refresh := false
 	switch {
 	case err != nil:
 		s.failures++
@@ -199,17 +205,16 @@ func (s *server) connect(wait time.Duration, done chan struct{}) {
 		return
 	default:
 		s.sess = sess
-		refresh = s.started && !sameTools(s.tools, tools)
 		s.started = true
-		s.tools = tools
 		s.wg.Add(1)
 		go s.watch(sess)
+		if s.cfg.PingInterval > 0 {
+			s.wg.Add(1)
+			go s.ping(sess)
+		}
 	}
 	s.mu.Unlock()
 	close(done)
-	if refresh {
-		s.pool.refreshed(s, tools)
-	}
 }
 
 // start starts the server, initializes a session and lists the tools,
@@ -229,14 +234,17 @@ func (s *server) start() (*session, []upTool, error) {
 		// A grandchild that keeps standard error open does not hold up
 		// the end of the session.
 		cmd.WaitDelay = terminateGrace
-		st := &stdioTransport{cmd: cmd, sandbox: s.cfg.Sandbox, grace: terminateGrace, cap: sess.cap,
+		st := &stdioTransport{cmd: cmd, sandbox: s.cfg.Sandbox, grace: s.cfg.exitGrace(), cap: sess.cap,
 			started: func(p *process.Proc) { sess.proc.Store(p) }}
 		t = &captureTransport{inner: st, cap: sess.cap}
+		// Tasks: task-augmented calls on the wire (tasks.go).
+		t = &taskTransport{inner: t}
 	} else {
 		t = &sdk.StreamableClientTransport{
-			Endpoint:   s.cfg.URL,
-			HTTPClient: &http.Client{Transport: &headerTransport{headers: s.cfg.Headers, cap: sess.cap}},
-			MaxRetries: 2,
+			Endpoint:     s.cfg.URL,
+			HTTPClient:   httpClient(s.cfg.URL, s.cfg.Headers, sess.cap),
+			OAuthHandler: s.cfg.OAuth,
+			MaxRetries:   2,
 		}
 	}
 	cs, err := s.client.Connect(ctx, s.withTraffic(ctx, t), nil)
@@ -509,6 +517,7 @@ func (s *server) refresh() {
 				s.mu.Unlock()
 				if changed {
 					s.pool.refreshed(s, tools)
+					s.remember(tools)
 				}
 			}
 		}
@@ -525,6 +534,7 @@ func (s *server) refresh() {
 
 // call runs one tools/call.
 func (s *server) call(ctx context.Context, def *tool.Definition, upstream string, c *tool.Call) (*tool.Outcome, error) {
+	gen := s.gen.Load()
 	sess, err := s.session(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -532,6 +542,9 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 		}
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
 			Message: "cannot start MCP server " + s.cfg.Name, Err: err}
+	}
+	if err := s.stale(gen, def); err != nil {
+		return nil, err
 	}
 	hooks := tool.HooksFrom(ctx)
 	callCtx, cancelCall := context.WithCancel(ctx)
@@ -548,7 +561,20 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 	if hooks.Progress != nil || s.pool.opts.Hooks.Progress != nil {
 		params.SetProgressToken(progressToken(id))
 	}
-	res, err := sess.cs.CallTool(callCtx, params)
+	// Tasks: a tool its server offers to run as a task runs as one
+	// (tasks.go).
+	asTask := offersTasks(sess.cap.tool(upstream))
+	sendCtx := callCtx
+	if asTask {
+		askTask(callCtx, params)
+		var done context.CancelFunc
+		sendCtx, done = createContext(callCtx)
+		defer done()
+	}
+	res, err := sess.cs.CallTool(sendCtx, params)
+	if err == nil && asTask {
+		res, err = s.awaitTask(callCtx, sess, res)
+	}
 	if q := s.asked(id); q != nil {
 		// The server asked what only the caller can answer: whatever it
 		// did after that is moot, as the call runs again with the answer.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lathe-tools/lathe/internal/statedir"
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
 	"github.com/lathe-tools/lathe/tool"
 )
@@ -169,11 +170,21 @@ func (c *Cache) file(id string) string {
 	return filepath.Join(c.dir, hex.EncodeToString(sum[:16])+".json")
 }
 
+// maxCacheFile bounds a cache file read: a binary's schemas are far
+// smaller, and a larger file is no entry lathe wrote.
+const maxCacheFile = 32 << 20
+
+// load reads the entry of a command. What a binary said of itself decides
+// the tools offered and what they claim (a read-only annotation lets a call
+// through the default policy), so a file is read only when nobody else
+// could have written it: the directory and the file belong to this user
+// and are writable by no one else, and the file is a regular file, not a
+// link. Anything else is no entry, and the binary is asked again.
 func (c *Cache) load(id, key string) ([]protocol.ToolSchema, bool) {
-	if c.dir == "" {
+	if c.dir == "" || statedir.CheckDir(c.dir, "schema cache") != nil {
 		return nil, false
 	}
-	b, err := os.ReadFile(c.file(id))
+	b, err := statedir.ReadPrivate(c.file(id), maxCacheFile)
 	if err != nil {
 		return nil, false
 	}
@@ -192,7 +203,7 @@ func (c *Cache) store(id, key string, tools []protocol.ToolSchema) {
 		return
 	}
 	b, err := json.Marshal(cacheFile{Key: key, Tools: tools})
-	if err != nil || os.MkdirAll(c.dir, 0o755) != nil {
+	if err != nil || statedir.MkdirAll(c.dir, "schema cache") != nil {
 		return
 	}
 	f, err := os.CreateTemp(c.dir, ".tmp-*")

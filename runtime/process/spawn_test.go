@@ -100,7 +100,9 @@ func waitFile(t *testing.T, path string) string {
 // and is then killed with its group.
 func TestStartStopGrace(t *testing.T) {
 	dir := t.TempDir()
-	grace := 300 * time.Millisecond
+	// The shell runs its trap only once the sleep in progress ends: the
+	// grace leaves a loaded machine time for that.
+	grace := 2 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p, out := startSh(t, ctx, dir, `trap 'echo got TERM' TERM; echo ready > ready; while :; do sleep 0.05; done`,

@@ -1,0 +1,679 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lathe-tools/lathe/internal/mcpconv"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// MCP tasks (protocol 2025-11-25): a client that adds "task" to a tools/call
+// gets a task handle at once, and fetches the call's result later, from the
+// same session or a later one. The SDK models none of it, so the server
+// builds it on the SDK's extension points: the task methods are custom
+// methods, and a receiving middleware answers a task-augmented tools/call
+// itself, running the call in the background through the same handler (and
+// so the engine's pipeline: policy, approvals, limits, audit) as any call.
+//
+// Who may touch a task: the task ID is 128 random bits, a capability no
+// client can guess; it is bound, besides, to the principal that made it —
+// the authenticated user, when an authentication layer in front of
+// [Server.Handler] names one (the SDK's auth.RequireBearerToken with a
+// verifier that sets TokenInfo.UserID), and otherwise nobody in particular.
+// tasks/get, tasks/result and tasks/cancel need both the ID and the same
+// principal; a task of another principal is answered exactly as one that
+// does not exist. tasks/list shows an authenticated user all of the user's
+// tasks, and an unauthenticated session only the tasks it holds: those it
+// made, and those whose IDs it presented (so a client that reconnects and
+// presents its IDs sees them listed again). A task outlives the session
+// that made it, not the server, and not its TTL.
+
+// TaskOptions bound what the server keeps for tasks. The zero value is
+// ready to use.
+type TaskOptions struct {
+	// DefaultTTL is how long a task is kept from its creation when the
+	// client asks for no TTL; an hour when zero. MaxTTL caps what a client
+	// may ask for; a day when zero. A task still running when its TTL ends
+	// is cancelled, and the task is forgotten.
+	DefaultTTL, MaxTTL time.Duration
+	// MaxPerClient caps the tasks one principal (or, unauthenticated, one
+	// session) holds at once, finished ones included until they expire;
+	// 32 when zero. MaxTasks caps the tasks of all clients; 256 when zero.
+	MaxPerClient, MaxTasks int
+	// MaxResultBytes caps one task's result as JSON, 4 MiB when zero;
+	// MaxStoredBytes caps all results kept, 64 MiB when zero. A result over
+	// either is replaced by an error result that says so.
+	MaxResultBytes, MaxStoredBytes int
+}
+
+func (o TaskOptions) withDefaults() TaskOptions {
+	o.DefaultTTL = cmp.Or(o.DefaultTTL, time.Hour)
+	o.MaxTTL = cmp.Or(o.MaxTTL, 24*time.Hour)
+	o.DefaultTTL = min(o.DefaultTTL, o.MaxTTL)
+	o.MaxPerClient = cmp.Or(o.MaxPerClient, 32)
+	o.MaxTasks = cmp.Or(o.MaxTasks, 256)
+	o.MaxResultBytes = cmp.Or(o.MaxResultBytes, 4<<20)
+	o.MaxStoredBytes = cmp.Or(o.MaxStoredBytes, 64<<20)
+	return o
+}
+
+// The task methods of MCP 2025-11-25.
+const (
+	methodTasksGet    = "tasks/get"
+	methodTasksResult = "tasks/result"
+	methodTasksCancel = "tasks/cancel"
+	methodTasksList   = "tasks/list"
+)
+
+// pollInterval is the polling interval the server suggests, in milliseconds.
+const pollInterval = 1000
+
+type taskIDParams struct {
+	sdk.ParamsBase
+	TaskID string `json:"taskId"`
+}
+
+type listTasksParams struct {
+	sdk.ParamsBase
+	Cursor string `json:"cursor,omitempty"`
+}
+
+type taskResult struct {
+	sdk.ResultBase
+	mcpconv.Task
+}
+
+type createTaskResult struct {
+	sdk.ResultBase
+	Task mcpconv.Task `json:"task"`
+}
+
+type listTasksResult struct {
+	sdk.ResultBase
+	Tasks []mcpconv.Task `json:"tasks"`
+}
+
+// rawResult is a result the server has already encoded: the SDK's result
+// of initialize or tools/list with the fields of tasks its types lack.
+type rawResult struct {
+	sdk.ResultBase
+	raw json.RawMessage
+}
+
+func (r *rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+// task is one task-augmented call.
+type task struct {
+	id        string
+	principal string // the authenticated user, or "" for none
+	owner     string // whose count of tasks it is in: the principal, or the session that made it
+	holders   map[string]bool
+	created   time.Time
+	ttl       time.Duration
+	cancel    context.CancelFunc
+	timer     *time.Timer
+	done      chan struct{} // closed when the call has ended and result is set
+
+	// Guarded by taskStore.mu.
+	asking          int // questions put to the client and not yet answered
+	status, message string
+	updated         time.Time
+	result          *sdk.CallToolResult
+	bytes           int
+}
+
+func (t *task) wire() mcpconv.Task {
+	ttl := t.ttl.Milliseconds()
+	return mcpconv.Task{TaskID: t.id, Status: t.status, StatusMessage: t.message,
+		CreatedAt: t.created.UTC().Format(time.RFC3339Nano), LastUpdatedAt: t.updated.UTC().Format(time.RFC3339Nano),
+		TTL: &ttl, PollInterval: pollInterval}
+}
+
+// taskStore keeps the tasks of one server, in memory.
+type taskStore struct {
+	opts TaskOptions
+	wg   sync.WaitGroup
+
+	mu       sync.Mutex
+	tasks    map[string]*task
+	perOwner map[string]int
+	stored   int
+	closed   bool
+}
+
+func newTaskStore(opts TaskOptions) *taskStore {
+	return &taskStore{opts: opts.withDefaults(), tasks: map[string]*task{}, perOwner: map[string]int{}}
+}
+
+// errUnknownTask answers a task ID that is not the caller's, whether it
+// names another principal's task, an expired one, or none at all: the
+// answer must not tell them apart.
+var errUnknownTask = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown task"}
+
+// ttl reads the task metadata a client sent ({"ttl": milliseconds}).
+func (ts *taskStore) ttl(spec any) (time.Duration, error) {
+	m, ok := spec.(map[string]any)
+	if !ok {
+		return 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("/params/task: want an object such as {\"ttl\": 60000}, got %T", spec)}
+	}
+	v, ok := m["ttl"]
+	if !ok || v == nil {
+		return ts.opts.DefaultTTL, nil
+	}
+	ms, ok := v.(float64)
+	if !ok || ms <= 0 || ms != float64(int64(ms)) {
+		return 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("/params/task/ttl: want a positive whole number of milliseconds, got %v", v)}
+	}
+	return min(time.Duration(ms)*time.Millisecond, ts.opts.MaxTTL), nil
+}
+
+// add makes a task for principal, made by session sid.
+func (ts *taskStore) add(principal, sid string, ttl time.Duration, cancel context.CancelFunc) (*task, error) {
+	var b [16]byte
+	rand.Read(b[:])
+	now := time.Now()
+	t := &task{id: base64.RawURLEncoding.EncodeToString(b[:]), principal: principal, owner: principal,
+		holders: map[string]bool{sid: true}, created: now, updated: now, ttl: ttl, cancel: cancel,
+		done: make(chan struct{}), status: mcpconv.TaskWorking}
+	if principal == "" {
+		t.owner = "session " + sid
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	switch {
+	case ts.closed:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is closing"}
+	case ts.perOwner[t.owner] >= ts.opts.MaxPerClient:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+			"too many tasks: a client holds at most %d; fetch or cancel some, or wait for them to expire",
+			ts.opts.MaxPerClient)}
+	case len(ts.tasks) >= ts.opts.MaxTasks:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+			"too many tasks: the server holds at most %d", ts.opts.MaxTasks)}
+	}
+	ts.tasks[t.id] = t
+	ts.perOwner[t.owner]++
+	t.timer = time.AfterFunc(ttl, func() { ts.expire(t) })
+	return t, nil
+}
+
+// expire forgets t at the end of its TTL, cancelling its call if it still
+// runs.
+func (ts *taskStore) expire(t *task) {
+	ts.mu.Lock()
+	if ts.tasks[t.id] == t {
+		ts.forgetLocked(t)
+	}
+	if !mcpconv.Terminal(t.status) {
+		t.status, t.message, t.updated = mcpconv.TaskCancelled, "the task's TTL ended before its call did", time.Now()
+	}
+	ts.mu.Unlock()
+	t.cancel()
+}
+
+func (ts *taskStore) forgetLocked(t *task) {
+	delete(ts.tasks, t.id)
+	if ts.perOwner[t.owner]--; ts.perOwner[t.owner] <= 0 {
+		delete(ts.perOwner, t.owner)
+	}
+	ts.stored -= t.bytes
+	t.bytes = 0
+}
+
+// finish records the result of t's call.
+func (ts *taskStore) finish(t *task, res *sdk.CallToolResult) {
+	b, err := json.Marshal(res)
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	live := ts.tasks[t.id] == t
+	switch {
+	case err != nil:
+		res = taskError(fmt.Sprintf("the result cannot be encoded: %v", err))
+	case len(b) > ts.opts.MaxResultBytes:
+		res = taskError(fmt.Sprintf("the result is %d bytes as JSON, more than the %d a task keeps; "+
+			"call the tool without a task to get it whole", len(b), ts.opts.MaxResultBytes))
+	case live && ts.stored+len(b) > ts.opts.MaxStoredBytes:
+		res = taskError(fmt.Sprintf("the server keeps at most %d bytes of task results, and holds too many "+
+			"now; fetch the results of finished tasks or call without a task", ts.opts.MaxStoredBytes))
+	default:
+		if live {
+			t.bytes = len(b)
+			ts.stored += t.bytes
+		}
+	}
+	t.result = res
+	if !mcpconv.Terminal(t.status) {
+		t.status = mcpconv.TaskCompleted
+		if res.IsError {
+			t.status, t.message = mcpconv.TaskFailed, firstText(res)
+		}
+	}
+	t.updated = time.Now()
+	close(t.done)
+}
+
+func taskError(msg string) *sdk.CallToolResult {
+	return mcpconv.SDKResult(tool.ErrorResult(&tool.Error{Kind: tool.KindRuntimeFailure, Stage: "task", Message: msg}))
+}
+
+func firstText(r *sdk.CallToolResult) string {
+	for _, c := range r.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			return tc.Text
+		}
+	}
+	return ""
+}
+
+// asking notes that t's call puts a question to the client (on) or has its
+// answer: the task is input_required while any question is open.
+func (ts *taskStore) asking(t *task, on bool) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if on {
+		t.asking++
+	} else {
+		t.asking--
+	}
+	switch {
+	case t.asking > 0 && t.status == mcpconv.TaskWorking:
+		t.status, t.updated = mcpconv.TaskInputRequired, time.Now()
+	case t.asking == 0 && t.status == mcpconv.TaskInputRequired:
+		t.status, t.updated = mcpconv.TaskWorking, time.Now()
+	}
+}
+
+// get returns the task id if principal may see it, and notes that the
+// session sid holds it.
+func (ts *taskStore) get(principal, sid, id string) (*task, error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t := ts.tasks[id]
+	if t == nil || t.principal != principal {
+		return nil, errUnknownTask
+	}
+	t.holders[sid] = true
+	return t, nil
+}
+
+func (ts *taskStore) wire(t *task) mcpconv.Task {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return t.wire()
+}
+
+func (ts *taskStore) cancel(t *task) (mcpconv.Task, error) {
+	ts.mu.Lock()
+	if mcpconv.Terminal(t.status) {
+		ts.mu.Unlock()
+		return mcpconv.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: "the task is " + t.status + " already; only a task that has not ended can be cancelled"}
+	}
+	t.status, t.message, t.updated = mcpconv.TaskCancelled, "cancelled by the client", time.Now()
+	w := t.wire()
+	ts.mu.Unlock()
+	t.cancel()
+	return w, nil
+}
+
+func (ts *taskStore) list(principal, sid string) []mcpconv.Task {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	var mine []*task
+	for _, t := range ts.tasks {
+		if t.principal == principal && (principal != "" || t.holders[sid]) {
+			mine = append(mine, t)
+		}
+	}
+	slices.SortFunc(mine, func(a, b *task) int { return a.created.Compare(b.created) })
+	out := make([]mcpconv.Task, 0, len(mine))
+	for _, t := range mine {
+		out = append(out, t.wire())
+	}
+	return out
+}
+
+// close cancels every task and waits for their calls to end, so that each
+// call's record is complete.
+func (ts *taskStore) close() {
+	ts.mu.Lock()
+	ts.closed = true
+	all := slices.Collect(maps.Values(ts.tasks))
+	ts.mu.Unlock()
+	for _, t := range all {
+		t.timer.Stop()
+		ts.expire(t)
+	}
+	ts.wg.Wait()
+}
+
+// principalKey carries the principal of a task method's request to its
+// handler, which the SDK hands only the session and the params.
+type principalKey struct{}
+
+// principalOf is the authenticated user a request comes from, or "".
+func principalOf(req sdk.Request) string {
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil && ex.TokenInfo.UserID != "" {
+		return "user " + ex.TokenInfo.UserID
+	}
+	return ""
+}
+
+func principalFrom(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
+}
+
+// serveTasks registers the task methods and the middleware that answers
+// task-augmented calls and advertises tasks.
+func (s *Server) serveTasks() {
+	s.tasks = newTaskStore(s.opts.Tasks)
+	must(sdk.AddReceivingCustomMethod(s.mcp, methodTasksGet,
+		func(ctx context.Context, ss *sdk.ServerSession, p *taskIDParams) (*taskResult, error) {
+			t, err := s.tasks.get(principalFrom(ctx), s.sessionID(ss), p.TaskID)
+			if err != nil {
+				return nil, err
+			}
+			return &taskResult{Task: s.tasks.wire(t)}, nil
+		}))
+	must(sdk.AddReceivingCustomMethod(s.mcp, methodTasksCancel,
+		func(ctx context.Context, ss *sdk.ServerSession, p *taskIDParams) (*taskResult, error) {
+			t, err := s.tasks.get(principalFrom(ctx), s.sessionID(ss), p.TaskID)
+			if err != nil {
+				return nil, err
+			}
+			w, err := s.tasks.cancel(t)
+			if err != nil {
+				return nil, err
+			}
+			return &taskResult{Task: w}, nil
+		}))
+	must(sdk.AddReceivingCustomMethod(s.mcp, methodTasksResult,
+		func(ctx context.Context, ss *sdk.ServerSession, p *taskIDParams) (*sdk.CallToolResult, error) {
+			t, err := s.tasks.get(principalFrom(ctx), s.sessionID(ss), p.TaskID)
+			if err != nil {
+				return nil, err
+			}
+			// The result is waited for as long as the client waits, and
+			// no longer than the task lives.
+			select {
+			case <-t.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			s.tasks.mu.Lock()
+			r := *t.result
+			s.tasks.mu.Unlock()
+			r.Meta = maps.Clone(r.Meta)
+			if r.Meta == nil {
+				r.Meta = sdk.Meta{}
+			}
+			r.Meta[mcpconv.RelatedTaskKey] = map[string]any{"taskId": t.id}
+			return &r, nil
+		}))
+	must(sdk.AddReceivingCustomMethod(s.mcp, methodTasksList,
+		func(ctx context.Context, ss *sdk.ServerSession, _ *listTasksParams) (*listTasksResult, error) {
+			return &listTasksResult{Tasks: s.tasks.list(principalFrom(ctx), s.sessionID(ss))}, nil
+		}))
+	s.mcp.AddReceivingMiddleware(s.taskMiddleware)
+	s.mcp.AddSendingMiddleware(s.taskSending)
+}
+
+// taskKey carries the task of a call in the call's context.
+type taskKey struct{}
+
+// taskSending marks what a task's call sends the client — questions,
+// sampling, progress, log messages — as related to the task, and holds the
+// task input_required while a question of it waits for its answer.
+func (s *Server) taskSending(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		t, _ := ctx.Value(taskKey{}).(*task)
+		if t == nil {
+			return next(ctx, method, req)
+		}
+		if p := req.GetParams(); p != nil {
+			meta := maps.Clone(p.GetMeta())
+			if meta == nil {
+				meta = map[string]any{}
+			}
+			meta[mcpconv.RelatedTaskKey] = map[string]any{"taskId": t.id}
+			p.SetMeta(meta)
+		}
+		if method == "elicitation/create" || method == "sampling/createMessage" {
+			s.tasks.asking(t, true)
+			defer s.tasks.asking(t, false)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+func (s *Server) taskMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		switch method {
+		case "initialize":
+			res, err := next(ctx, method, req)
+			if err != nil {
+				return res, err
+			}
+			return withTaskCapability(res), nil
+		case "tools/list":
+			res, err := next(ctx, method, req)
+			if err != nil {
+				return res, err
+			}
+			return withTaskSupport(res), nil
+		case "tools/call":
+			if r, ok := req.(*sdk.CallToolRequest); ok && r.Params != nil {
+				if spec, ok := r.Params.Meta[mcpconv.TaskMetaKey]; ok {
+					return s.startTask(r, spec)
+				}
+			}
+		case methodTasksGet, methodTasksResult, methodTasksCancel, methodTasksList:
+			ctx = context.WithValue(ctx, principalKey{}, principalOf(req))
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// startTask starts a task-augmented call and answers with its handle.
+func (s *Server) startTask(req *sdk.CallToolRequest, spec any) (sdk.Result, error) {
+	name := req.Params.Name
+	s.mu.Lock()
+	_, served := s.served[name]
+	s.mu.Unlock()
+	def, ok := s.e.Lookup(name)
+	if !ok || !served {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+	}
+	ttl, err := s.tasks.ttl(spec)
+	if err != nil {
+		return nil, err
+	}
+	// The call outlives its request: it ends with the task (cancelled, or
+	// at its TTL) or the server, never with the session that made it.
+	ctx, cancel := context.WithCancel(context.Background())
+	t, err := s.tasks.add(principalOf(req), s.sessionID(req.Session), ttl, cancel)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	ctx = context.WithValue(ctx, taskKey{}, t)
+	p := *req.Params
+	p.Meta = maps.Clone(p.Meta)
+	delete(p.Meta, mcpconv.TaskMetaKey)
+	call := &sdk.CallToolRequest{Session: req.Session, Params: &p, Extra: req.Extra}
+	h := s.handler(name, len(def.OutputSchema) > 0)
+	s.tasks.wg.Go(func() {
+		defer cancel()
+		res, err := h(ctx, call)
+		if err != nil || res == nil {
+			res = taskError(fmt.Sprintf("the call failed: %v", err))
+		}
+		s.tasks.finish(t, res)
+	})
+	return &createTaskResult{Task: s.tasks.wire(t)}, nil
+}
+
+// withTaskCapability adds tasks to the capabilities of an initialize result.
+func withTaskCapability(res sdk.Result) sdk.Result {
+	ir, ok := res.(*sdk.InitializeResult)
+	if !ok {
+		return res
+	}
+	b, err := json.Marshal(ir)
+	if err != nil {
+		return res
+	}
+	var m map[string]json.RawMessage
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil || json.Unmarshal(m["capabilities"], &caps) != nil {
+		return res
+	}
+	if caps == nil {
+		caps = map[string]json.RawMessage{}
+	}
+	caps["tasks"] = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
+	m["capabilities"], _ = json.Marshal(caps)
+	b, err = json.Marshal(m)
+	if err != nil {
+		return res
+	}
+	return &rawResult{raw: b}
+}
+
+// withTaskSupport marks every tool of a tools/list result as one that may
+// run as a task: the server runs any tool as one.
+func withTaskSupport(res sdk.Result) sdk.Result {
+	lr, ok := res.(*sdk.ListToolsResult)
+	if !ok {
+		return res
+	}
+	b, err := json.Marshal(lr)
+	if err != nil {
+		return res
+	}
+	var m map[string]json.RawMessage
+	var tools []map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil || json.Unmarshal(m["tools"], &tools) != nil {
+		return res
+	}
+	for _, t := range tools {
+		t["execution"] = json.RawMessage(`{"taskSupport":"optional"}`)
+	}
+	if m["tools"], err = json.Marshal(tools); err != nil {
+		return res
+	}
+	if b, err = json.Marshal(m); err != nil {
+		return res
+	}
+	return &rawResult{raw: b}
+}
+
+// liftTaskBody moves the "task" of each tools/call in a request body into
+// its _meta, where the SDK keeps it (see [mcpconv.TaskMetaKey]). readBody
+// calls it on every body it has read.
+func liftTaskBody(b []byte) []byte {
+	// Most bodies ask for no task, and are passed on without being parsed.
+	if !bytes.Contains(b, []byte(`"task"`)) {
+		return b
+	}
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
+		var msgs []json.RawMessage
+		if json.Unmarshal(t, &msgs) != nil {
+			return b
+		}
+		for i := range msgs {
+			msgs[i] = liftTaskMessage(msgs[i])
+		}
+		out, err := json.Marshal(msgs)
+		if err != nil {
+			return b
+		}
+		return out
+	}
+	return liftTaskMessage(b)
+}
+
+func liftTaskMessage(m json.RawMessage) json.RawMessage {
+	var full map[string]json.RawMessage
+	if json.Unmarshal(m, &full) != nil {
+		return m
+	}
+	var method string
+	if json.Unmarshal(full["method"], &method) != nil || method != "tools/call" {
+		return m
+	}
+	p, ok := mcpconv.MoveField(full["params"], "task", mcpconv.TaskMetaKey, false)
+	if !ok {
+		return m
+	}
+	full["params"] = p
+	out, err := json.Marshal(full)
+	if err != nil {
+		return m
+	}
+	return out
+}
+
+// liftLines does for the lines of standard input what readBody does for
+// HTTP bodies. It works on the bytes, before the SDK's connection: wrapping
+// the connection would hide the optional methods the SDK finds on it by type
+// assertion. A line longer than its buffer is passed on as it is (such a call
+// runs as a plain call).
+type liftLines struct {
+	r     *bufio.Reader
+	buf   []byte // what is left to pass on of the current line
+	store []byte
+	err   error
+}
+
+func newLiftLines(r io.Reader) *liftLines { return &liftLines{r: bufio.NewReaderSize(r, 1<<20)} }
+
+func (l *liftLines) Read(p []byte) (int, error) {
+	for len(l.buf) == 0 {
+		if l.err != nil {
+			return 0, l.err
+		}
+		line, err := l.r.ReadSlice('\n')
+		// A line passes on from the reader's buffer, which holds until the
+		// next ReadSlice, after l.buf is drained; only a rewritten one is
+		// copied.
+		l.buf = line
+		if err == nil || err == io.EOF {
+			body := bytes.TrimRight(line, "\r\n")
+			if out := liftTaskBody(body); len(out) != len(body) || (len(out) > 0 && &out[0] != &body[0]) {
+				l.store = append(append(l.store[:0], out...), line[len(body):]...)
+				l.buf = l.store
+			}
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			l.err = err
+		}
+	}
+	n := copy(p, l.buf)
+	l.buf = l.buf[n:]
+	return n, nil
+}
