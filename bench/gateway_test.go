@@ -23,6 +23,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lathe-tools/lathe/audit"
 )
 
 // upstreamEnv, set to "echo" in the environment of this test binary, makes
@@ -128,7 +130,7 @@ type gatewaySide struct {
 	proc *os.Process
 	// check, if not nil, says after the calls whether the side ran as it
 	// should have.
-	check func() error
+	check func(calls int) error
 
 	lat   []time.Duration
 	wall  time.Duration
@@ -216,26 +218,33 @@ func runGateway(ctx context.Context, b *testing.B, sides []*gatewaySide, clients
 	params := func(s *gatewaySide) *sdk.CallToolParams {
 		return &sdk.CallToolParams{Name: s.tool, Arguments: map[string]any{"text": "hello"}}
 	}
-	call := func(s *gatewaySide, cs *sdk.ClientSession, p *sdk.CallToolParams) time.Duration {
+	// call makes one call and times it; it runs on the clients' goroutines,
+	// so it returns what went wrong rather than failing the benchmark.
+	call := func(s *gatewaySide, cs *sdk.ClientSession, p *sdk.CallToolParams) (time.Duration, error) {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		t0 := time.Now()
 		r, err := cs.CallTool(cctx, p)
 		d := time.Since(t0)
 		if err != nil {
-			b.Fatalf("%s: calling echo: %v", s.name, err)
+			return 0, fmt.Errorf("%s: calling echo: %v", s.name, err)
 		}
-		if r.IsError || len(r.Content) != 1 || r.Content[0].(*sdk.TextContent).Text != "hello" {
-			b.Fatalf("%s: echo answered %+v", s.name, r.Content)
+		if r.IsError || len(r.Content) != 1 {
+			return 0, fmt.Errorf("%s: echo answered %+v", s.name, r.Content)
 		}
-		return d
+		if t, ok := r.Content[0].(*sdk.TextContent); !ok || t.Text != "hello" {
+			return 0, fmt.Errorf("%s: echo answered %+v", s.name, r.Content[0])
+		}
+		return d, nil
 	}
 	// Warm every session: the first calls pay for lazy set-up on every side.
 	for _, s := range sides {
 		p := params(s)
 		for _, cs := range sessions[s] {
 			for range 5 {
-				call(s, cs, p)
+				if _, err := call(s, cs, p); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 	}
@@ -252,17 +261,26 @@ func runGateway(ctx context.Context, b *testing.B, sides []*gatewaySide, clients
 			p := params(s)
 			cpu0, up0 := procCPU(b, s.proc), childrenCPU(b, s.proc)
 			lats := make([][]time.Duration, clients)
+			errs := make([]error, clients)
 			var wg sync.WaitGroup
 			t0 := time.Now()
 			for i := range clients {
 				cs := sessions[s][i%len(sessions[s])]
 				wg.Go(func() {
 					for range perClient {
-						lats[i] = append(lats[i], call(s, cs, p))
+						d, err := call(s, cs, p)
+						if err != nil {
+							errs[i] = err
+							return
+						}
+						lats[i] = append(lats[i], d)
 					}
 				})
 			}
 			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				b.Fatal(err)
+			}
 			s.wall += time.Since(t0)
 			s.cpu += procCPU(b, s.proc) - cpu0
 			s.up += childrenCPU(b, s.proc) - up0
@@ -275,7 +293,7 @@ func runGateway(ctx context.Context, b *testing.B, sides []*gatewaySide, clients
 	b.StopTimer()
 	for _, s := range sides {
 		if s.check != nil {
-			if err := s.check(); err != nil {
+			if err := s.check(s.calls); err != nil {
 				b.Fatalf("%s: %v", s.name, err)
 			}
 		}
@@ -424,9 +442,19 @@ approval = "allow"
 		return nil, err
 	}
 	side := httpSide("lathe", "up__echo", addr, httpClient("Authorization", "Bearer "+token), cmd.Process)
-	side.check = func() error {
-		if _, err := os.Stat(filepath.Join(ws, ".lathe", "lathe.db")); err != nil {
+	side.check = func(calls int) error {
+		// The audit log must hold a finished record of every call timed.
+		s, err := audit.Open(filepath.Join(ws, ".lathe", "lathe.db"))
+		if err != nil {
 			return fmt.Errorf("the audit log is not on: %v", err)
+		}
+		defer s.Close()
+		recs, err := s.List(context.Background(), audit.Filter{Tool: "up__echo", Outcome: "ok", Limit: -1})
+		if err != nil {
+			return fmt.Errorf("reading the audit log: %v", err)
+		}
+		if len(recs) < calls {
+			return fmt.Errorf("the audit log holds %d finished calls of up__echo, want at least %d", len(recs), calls)
 		}
 		return nil
 	}
