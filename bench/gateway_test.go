@@ -310,6 +310,7 @@ func runGateway(ctx context.Context, b *testing.B, sides []*gatewaySide, clients
 		if s.proc != nil {
 			b.ReportMetric(float64(s.cpu.Microseconds())/float64(s.calls), s.name+"-cpu-µs/call")
 			b.ReportMetric(float64(s.up.Microseconds())/float64(s.calls), s.name+"-upstream-cpu-µs/call")
+			b.ReportMetric(peakRSS(s.proc), s.name+"-peak-rss-MB")
 		}
 	}
 	l := bySide["lathe"]
@@ -351,6 +352,22 @@ func procCPU(b *testing.B, p *os.Process) time.Duration {
 		b.Fatalf("reading the gateway's processor time from %q: %v", s, err)
 	}
 	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// peakRSS returns the most memory p has held so far (its peak resident set,
+// VmHWM) in megabytes, or 0 when it cannot be read.
+func peakRSS(p *os.Process) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return float64(kb) / 1024
+		}
+	}
+	return 0
 }
 
 // childrenCPU returns the processor time that the running descendants of
