@@ -65,6 +65,16 @@ type MCPServer struct {
 	// ${VAR} is not set, and goes on without it; otherwise such a server is
 	// an error.
 	Optional bool `toml:"optional"`
+	// Resources = false and Prompts = false keep the server's resources
+	// (with their templates and subscriptions) and its prompts from the
+	// clients of `lathe serve`; nil means they are offered.
+	Resources *bool `toml:"resources"`
+	Prompts   *bool `toml:"prompts"`
+	// LogLevel, if set, is the least level of the log messages the server
+	// is asked to send from the start (logging/setLevel): "debug", "info",
+	// "notice", "warning", "error", "critical", "alert" or "emergency". A
+	// client of `lathe serve` may ask for a more verbose one.
+	LogLevel string `toml:"log_level"`
 	// Profile is the sandbox profile of the server's command, as for a
 	// local tool; empty means [sandbox] profile, and with neither the
 	// server runs as a host process with the minimal environment.
@@ -121,6 +131,10 @@ var (
 	varPattern       = regexp.MustCompile(`\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 )
 
+// mcpLogLevels are the levels of MCP's logging/setLevel, from the most
+// verbose.
+var mcpLogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
 // MCPServers returns the enabled [mcp.NAME] servers, sorted by name, each
 // checked and with ${VAR} replaced through lookup (os.LookupEnv, say). A
 // server that names no transport or two, a bad name, prefix or environment
@@ -164,6 +178,9 @@ func (c *Config) MCPServers(lookup func(string) (string, bool)) ([]MCPServer, er
 			if strings.Count(p, "[") != strings.Count(p, "]") {
 				fail("bad tool pattern %s", quote(p))
 			}
+		}
+		if s.LogLevel != "" && !slices.Contains(mcpLogLevels, s.LogLevel) {
+			fail("log_level = %s: not an MCP log level (one of %s)", quote(s.LogLevel), strings.Join(mcpLogLevels, ", "))
 		}
 		if s.URL != "" && (s.Profile != "" || !reflect.ValueOf(s.Permissions).IsZero()) {
 			fail("profile and permissions confine a server's command; a server over HTTP runs elsewhere")

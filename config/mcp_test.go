@@ -63,6 +63,10 @@ url = "http://${NOPE}/mcp"
 [mcp.badprefix]
 command = ["x"]
 prefix = "9__"
+
+[mcp.loud]
+command = ["x"]
+log_level = "loud"
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +80,7 @@ prefix = "9__"
 		"lathe.toml:5: [mcp.both] set command (a server over stdio) or url (over streamable HTTP), not both",
 		"lathe.toml:9: [mcp.unset] url: ${NOPE} is not set",
 		"lathe.toml:12: [mcp.badprefix] invalid prefix",
+		`lathe.toml:16: [mcp.loud] log_level = "loud": not an MCP log level (one of debug, info,`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)

@@ -62,6 +62,7 @@ import (
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/policy"
+	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/tool"
 	"github.com/lathe-tools/lathe/tools"
 	"github.com/lathe-tools/lathe/tools/command"
@@ -147,6 +148,10 @@ type Workspace struct {
 	Untrusted []Untrusted
 	// Engine holds the tools. It is nil for a Workspace from [ReadConfig].
 	Engine *lathe.Engine
+	// MCP is the pool of the [mcp.NAME] servers, which the engine owns;
+	// nil when none is configured. An MCP server face offers their
+	// resources and prompts through it (server.Options.Upstream).
+	MCP *mcp.Pool
 
 	store *lazyStore
 

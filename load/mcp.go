@@ -69,7 +69,8 @@ func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string
 		c := mcp.Config{
 			Name: s.Name, Command: s.Command, Env: s.Env, PassEnv: s.Permissions.Env, Dir: dir,
 			URL: s.URL, Headers: s.Headers, Prefix: s.Prefix, Allow: s.Allow, Deny: s.Deny,
-			Timeout: s.Timeout, StartupTimeout: s.StartupTimeout, Optional: s.Optional,
+			Timeout: s.Timeout, StartupTimeout: s.StartupTimeout, Optional: s.Optional, LogLevel: s.LogLevel,
+			NoResources: s.Resources != nil && !*s.Resources, NoPrompts: s.Prompts != nil && !*s.Prompts,
 			Sandbox: mcpSandbox(cfg, s, ws, dir), PingInterval: ping, ExitGrace: grace,
 		}
 		if s.URL != "" {
@@ -126,6 +127,7 @@ func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string
 	for _, n := range pool.Names() {
 		known[n] = true
 	}
+	w.MCP = pool
 	return nil
 }
 

@@ -22,6 +22,11 @@
 // ([lathe.EventToolsChanged], from Register, Replace, Unregister, or an
 // upstream server's own tools/list_changed), [Server.Sync] brings the
 // served tools in line and the SDK sends notifications/tools/list_changed.
+//
+// Given the engine's pool of upstream servers ([Options].Upstream), the
+// server also offers their resources, resource templates and
+// subscriptions, prompts, completion and logging, each declared only when
+// an upstream server declares it.
 package server
 
 import (
@@ -47,6 +52,7 @@ import (
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/internal/mcpconv"
+	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -71,6 +77,11 @@ type Options struct {
 	Instructions string
 	// Logger receives the SDK's and the server's own logs; nil discards them.
 	Logger *slog.Logger
+	// Upstream, if set, is the pool of upstream MCP servers whose
+	// resources, prompts, completion and logging the server offers besides
+	// the engine's tools, each only when a server of the pool declares it
+	// (see upstream.go). Without it, the server offers tools and logging.
+	Upstream *mcp.Pool
 	// Tasks bound what the server keeps for MCP tasks (see tasks.go).
 	Tasks TaskOptions
 }
@@ -93,6 +104,8 @@ type Server struct {
 	wg          sync.WaitGroup
 	// unsubscribe ends the server's subscription to the engine's events.
 	unsubscribe func()
+	// surf mirrors the upstream servers' resources and prompts (upstream.go).
+	surf surfaceState
 	// tasks holds the MCP tasks of every client (see tasks.go).
 	tasks *taskStore
 }
@@ -110,15 +123,19 @@ func New(e *lathe.Engine, opts Options) *Server {
 	}
 	s := &Server{e: e, opts: opts, served: map[string]string{}, sessions: map[*sdk.ServerSession]bool{},
 		sessionIDs: map[*sdk.ServerSession]string{}}
-	s.mcp = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
+	sopts := &sdk.ServerOptions{
 		Instructions: opts.Instructions,
 		Logger:       opts.Logger,
 		Capabilities: &sdk.ServerCapabilities{
-			Tools:   &sdk.ToolCapabilities{ListChanged: true},
-			Logging: &sdk.LoggingCapabilities{},
+			Tools: &sdk.ToolCapabilities{ListChanged: true},
 		},
 		SupportedProtocolVersions: ProtocolVersions(),
-	})
+	}
+	// Resources, prompts, completion and logging, as the upstream servers
+	// back them (upstream.go).
+	s.surfaceOptions(sopts)
+	s.mcp = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, sopts)
+	s.gate(sopts)
 	// Sessions are tracked from their first request, so that Close also
 	// ends those whose client never finished initializing.
 	s.mcp.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
@@ -141,6 +158,7 @@ func New(e *lathe.Engine, opts Options) *Server {
 		}
 	}, lathe.EventToolsChanged)
 	s.Sync()
+	s.startSurface() // upstream.go
 	return s
 }
 

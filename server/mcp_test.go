@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +25,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The test binary doubles as the upstream servers of surface_test.go.
+	if name := os.Getenv(upstreamEnv); name != "" {
+		mcptest.ServeSurface(name)
+		return
+	}
 	goleak.VerifyTestMain(m)
 }
 

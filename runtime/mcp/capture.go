@@ -38,6 +38,9 @@ type capture struct {
 	pending  map[any]bool // ids of tools/list requests awaiting their response
 	tools    map[string]*rawTool
 	rejected []rejection // tools screened out of answers, not yet reported
+	// order lets a call wait for the notifications read before its answer
+	// (logging.go).
+	order order
 }
 
 func newCapture() *capture {
@@ -162,6 +165,7 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
 	if err == nil {
 		c.cap.received(m)
+		c.cap.order.noteRead(m)
 	}
 	return m, err
 }
@@ -204,14 +208,25 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := base.RoundTrip(req)
 	if err == nil && asTask && resp.Body != nil {
-		resp.Body = &taskBody{ReadCloser: resp.Body,
-			stream: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
+		stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+		resp.Body = &taskBody{ReadCloser: resp.Body, stream: stream}
+		if stream {
+			// A call waits for the log messages of its stream (logging.go).
+			resp.Body = &countBody{ReadCloser: resp.Body, order: &t.cap.order}
+		}
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
 		return resp, nil
 	}
-	if err != nil || !listing || resp.Body == nil {
+	if err != nil || resp.Body == nil {
 		return resp, err
+	}
+	if !listing {
+		// A call waits for the log messages of its stream (logging.go).
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			resp.Body = &countBody{ReadCloser: resp.Body, order: &t.cap.order}
+		}
+		return resp, nil
 	}
 	resp.Body = &sniffBody{ReadCloser: resp.Body, cap: t.cap,
 		stream: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
@@ -290,5 +305,6 @@ func (b *sniffBody) line() ([]byte, error) {
 func (b *sniffBody) decode(data []byte) {
 	if m, err := jsonrpc.DecodeMessage(data); err == nil {
 		b.cap.received(m)
+		b.cap.order.noteRead(m) // logging.go
 	}
 }

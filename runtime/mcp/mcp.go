@@ -20,6 +20,12 @@
 // server that announces notifications/tools/list_changed has its tools
 // listed again and replaced in the engine.
 //
+// Besides tools, a pool proxies its servers' resources, templates and
+// subscriptions, prompts, completion and log levels ([Pool.Catalog],
+// [Pool.ReadResource], [Pool.GetPrompt], [Pool.Complete],
+// [Pool.SetLogLevel]); what its servers say besides results reaches
+// [Pool.Watch]. A call's log messages reach its hooks before it returns.
+//
 // A server need not run for its tools to be offered: with a [ToolCache] in
 // [Options].Cache, Open registers the tools of a server whose list the
 // cache holds without starting it, and the server starts at the first call
@@ -110,6 +116,14 @@ type Config struct {
 	// Optional says that a server which cannot be started is reported and
 	// skipped rather than failing [Open].
 	Optional bool
+	// NoResources and NoPrompts keep the server's resources (and their
+	// templates, subscriptions and completion) and its prompts (and their
+	// completion) from the pool's clients: its tools alone are offered.
+	NoResources, NoPrompts bool
+	// LogLevel, if set, is the least log level the server is asked to send
+	// (logging/setLevel) from the start; a client may ask for a more
+	// verbose one (see [Pool.SetLogLevel]).
+	LogLevel string
 	// PingInterval, when positive, has the server pinged after that long
 	// without a call in flight: a server that does not answer within the
 	// interval (at most [MaxPingWait]) is taken for hung, stopped and
@@ -171,6 +185,9 @@ func (c *Config) validate() error {
 		return errors.New("set command (a server over stdio) or url (a server over streamable HTTP)")
 	case c.OAuth != nil && c.URL == "":
 		return errors.New("OAuth authorizes a server over HTTP; this one runs a command")
+	}
+	if c.LogLevel != "" && !ValidLogLevel(c.LogLevel) {
+		return fmt.Errorf("unknown log level %q (one of %s)", c.LogLevel, strings.Join(logLevels, ", "))
 	}
 	for _, p := range slices.Concat(c.Allow, c.Deny) {
 		if _, err := path.Match(p, ""); err != nil {
@@ -257,6 +274,10 @@ type Pool struct {
 	mu     sync.RWMutex
 	routes map[string]route // lathe tool name → where it goes
 	closed bool
+
+	// surf routes resources, prompts, completion and logging (resources.go,
+	// logging.go).
+	surf surface
 }
 
 type route struct {

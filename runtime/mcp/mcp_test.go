@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 	case "conformance":
 		mcptest.ServeConformance()
 		return
+	case "surface-a", "surface-b": // surface_test.go
+		mcptest.ServeSurface(strings.TrimPrefix(os.Getenv(serverEnv), "surface-"))
+		return
 	case "tasks":
 		serveTasks()
 		return

@@ -109,7 +109,12 @@ func newServer(p *Pool, cfg Config) *server {
 		LoggingMessageHandler:       s.log,
 		ElicitationHandler:          s.elicit,
 		CreateMessageHandler:        s.sample,
+		// Resources, prompts and logging besides tools (resources.go).
+		ResourceListChangedHandler: s.resourcesChanged,
+		PromptListChangedHandler:   s.promptsChanged,
+		ResourceUpdatedHandler:     s.resourceUpdated,
 	})
+	s.client.AddSendingMiddleware(s.levelInMeta) // logging.go
 	// Tasks: the task methods lathe sends upstream (tasks.go).
 	addTaskMethods(s.client)
 	return s
@@ -205,6 +210,12 @@ func (s *server) connect(wait time.Duration, done chan struct{}) {
 		return
 	default:
 		s.sess = sess
+		if s.started {
+			// A restarted server forgot its subscriptions, and may offer
+			// other resources and prompts (resources.go).
+			s.wg.Add(1)
+			go s.resume(sess)
+		}
 		s.started = true
 		s.wg.Add(1)
 		go s.watch(sess)
@@ -253,6 +264,11 @@ func (s *server) start() (*session, []upTool, error) {
 		return nil, nil, s.startError("starting", ctx, err)
 	}
 	sess.cs = cs
+	// The log level lathe's clients and the configuration ask for
+	// (logging.go); a server that refuses it still serves its tools.
+	if err := s.applyLogLevel(ctx, cs); err != nil {
+		s.warn(fmt.Errorf("mcp server %s: logging/setLevel: %w", s.cfg.Name, err))
+	}
 	tools, err := s.list(ctx, sess)
 	if err != nil {
 		sess.shut()
@@ -279,6 +295,7 @@ func (s *server) startError(what string, ctx context.Context, err error) error {
 func (s *server) watch(sess *session) {
 	defer s.wg.Done()
 	sess.cs.Wait()
+	s.forgetSession(sess.cs) // logging.go
 	s.mu.Lock()
 	crashed := s.sess == sess && !s.closed
 	if s.sess == sess {
@@ -575,6 +592,9 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 	if err == nil && asTask {
 		res, err = s.awaitTask(callCtx, sess, res)
 	}
+	// The log and progress messages sent before the answer reach the call
+	// before it ends (logging.go).
+	sess.settle(callCtx)
 	if q := s.asked(id); q != nil {
 		// The server asked what only the caller can answer: whatever it
 		// did after that is moot, as the call runs again with the answer.
@@ -704,6 +724,7 @@ func (s *server) claimant(ctx context.Context, has func(tool.Hooks) bool) (conte
 }
 
 func (s *server) progress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+	defer s.handledFor(req.Session) // logging.go
 	p := req.Params
 	tok, ok := p.ProgressToken.(string)
 	if !ok || !strings.HasPrefix(tok, "lathe-") {
@@ -726,6 +747,7 @@ func (s *server) progress(_ context.Context, req *sdk.ProgressNotificationClient
 }
 
 func (s *server) log(ctx context.Context, req *sdk.LoggingMessageRequest) {
+	defer s.handledFor(req.Session) // logging.go
 	p := req.Params
 	data, err := json.Marshal(p.Data)
 	if err != nil {
@@ -739,6 +761,8 @@ func (s *server) log(ctx context.Context, req *sdk.LoggingMessageRequest) {
 	}
 	s.pool.opts.Logger.Debug("MCP server log", "server", s.cfg.Name, "level", msg.Level, "logger", msg.Logger,
 		"data", string(msg.Data))
+	// A message of no call reaches the pool's watchers (logging.go).
+	s.background(p)
 }
 
 // elicit answers a server's elicitation: from the answers of the call it
