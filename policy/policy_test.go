@@ -102,6 +102,22 @@ func TestRuleValidate(t *testing.T) {
 	}
 }
 
+// The most specific rule wins, and a rule is as specific as the characters
+// of its pattern that are not wildcards: characters, not bytes. Counted in
+// bytes, "üü*" (two characters, four bytes) would outrank "??bax" (three)
+// and allow the call.
+func TestMostSpecificCountsCharacters(t *testing.T) {
+	def := &tool.Definition{Name: "üübax"}
+	p := &Policy{Rules: []Rule{
+		{Tool: "üü*", Approval: Allow},
+		{Tool: "??bax", Approval: Ask},
+	}}
+	d := p.Decide(def, nil)
+	if d.Approval != Ask || d.Rule == nil || d.Rule.Tool != "??bax" {
+		t.Fatalf("Decide(%s) = %+v, want ask by the rule ??bax", def.Name, d)
+	}
+}
+
 // A source's default decides what no rule matches, below every rule and
 // above the annotations; a deny rule's doubt still turns its allow into a
 // question.

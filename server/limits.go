@@ -2,11 +2,13 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -78,15 +80,31 @@ func readBody(next http.Handler) http.Handler {
 func (s *Server) limitSessions(max int, next http.Handler) http.Handler {
 	var opening atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		// The SDK makes a session for each POST without a session ID, and
+		// closes it when the request ends unless the request initialized
+		// it: only an initialize opens a session that lasts. A client
+		// that probes with server/discover before it initializes (one of
+		// MCP 2026-07-28 does) must not count twice, its probe's session
+		// still closing as its initialize arrives.
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || !initializes(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		n := opening.Add(1)
-		defer opening.Add(-1)
+		// The request stops counting as opening once its answer starts,
+		// by when its session counts as open (it is initialized): were it
+		// counted until the handler returns, a client that sends its next
+		// initialize on reading the answer would find its first session
+		// counted twice.
+		var once sync.Once
+		done := func() { once.Do(func() { opening.Add(-1) }) }
+		defer done()
+		w = &answerStarted{ResponseWriter: w, started: done}
 		open := 0
-		for range s.mcp.Sessions() {
-			open++
+		for ss := range s.mcp.Sessions() {
+			if ss.InitializeParams() != nil {
+				open++
+			}
 		}
 		if open+int(n) > max {
 			w.Header().Set("Retry-After", "10")
@@ -97,3 +115,42 @@ func (s *Server) limitSessions(max int, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// initializes reports whether r's body is an initialize request. A body
+// that is not one JSON-RPC message is taken as one, so that the cap judges
+// it.
+func initializes(r *http.Request) bool {
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return true
+	}
+	var m struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return true
+	}
+	return m.Method == "initialize"
+}
+
+// answerStarted calls started when the first byte or the header of the
+// answer is written.
+type answerStarted struct {
+	http.ResponseWriter
+	started func()
+}
+
+func (a *answerStarted) WriteHeader(code int) {
+	a.started()
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *answerStarted) Write(b []byte) (int, error) {
+	a.started()
+	return a.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (to flush a
+// stream, to set deadlines).
+func (a *answerStarted) Unwrap() http.ResponseWriter { return a.ResponseWriter }

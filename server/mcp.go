@@ -56,17 +56,18 @@ import (
 	"github.com/lathe-tools/lathe/tool"
 )
 
-// ProtocolVersions returns the MCP versions the server speaks. Versions from
-// 2026-07-28 on replace requests from server to client with multi-round-trip
-// results, which would need a suspended upstream call to be resumed across
-// requests; until lathe does that, it speaks the versions in which it can
-// forward an upstream server's elicitation and sampling as they come. A
-// client that asks for a newer version is answered with 2025-11-25. The
-// result is a copy: no package a program imports can make its servers claim
-// a version whose requests they cannot forward.
+// ProtocolVersions returns the MCP versions the server speaks, newest
+// first. Under 2026-07-28 a call's requests to its client (an upstream
+// server's elicitation or sampling, a question, an approval) go back as
+// input requests, and the call waits for the client's next round; under
+// the versions before it they are sent while the call runs. Over
+// streamable HTTP, where the SDK serves 2026-07-28 only without sessions,
+// a client of 2026-07-28 is answered with 2025-11-25. The result is a
+// copy: no package a program imports can make its servers claim a version
+// they do not speak.
 func ProtocolVersions() []string { return slices.Clone(protocolVersions) }
 
-var protocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+var protocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // Options configure a [Server]. The zero value is ready to use.
 type Options struct {
@@ -104,6 +105,9 @@ type Server struct {
 	// unsubscribe ends the server's subscription to the engine's events.
 	unsubscribe func()
 	closeOnce   sync.Once
+	// rounds holds the calls of clients of MCP 2026-07-28 that wait for
+	// their client's answers.
+	rounds rounds
 	// surf mirrors the upstream servers' resources and prompts (upstream.go).
 	surf surfaceState
 	// tasks holds the MCP tasks of every client (see tasks.go).
@@ -348,11 +352,28 @@ func sdkTool(d *tool.Definition) *sdk.Tool {
 func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		ss := req.Session
-		var caps *sdk.ClientCapabilities
-		if ip := ss.InitializeParams(); ip != nil {
-			caps = ip.Capabilities
+		// The client's capabilities: from the request under MCP
+		// 2026-07-28, else from its session's initialize.
+		caps := req.ClientCapabilities()
+		if _, task := ctx.Value(taskKey{}).(*task); multiRound(ss) && !task {
+			// The client cannot be sent a request while its call runs:
+			// what the call asks goes back to it as input requests, and
+			// the call waits for its next tools/call (see rounds). A
+			// task's call has no next tools/call: its result is fetched.
+			return s.rounds.serve(ctx, ss, req, func(ctx context.Context, to asker) *sdk.CallToolResult {
+				return s.run(ctx, ss, req, name, hasOutput, caps, to)
+			})
 		}
-		ctx = tool.WithHooks(ctx, s.hooks(ctx, ss, req.Params.GetProgressToken(), caps))
+		return s.run(ctx, ss, req, name, hasOutput, caps, ss), nil
+	}
+}
+
+// run runs a call through the engine; the call's requests to the client
+// go to to.
+func (s *Server) run(ctx context.Context, ss *sdk.ServerSession, req *sdk.CallToolRequest, name string, hasOutput bool,
+	caps *sdk.ClientCapabilities, to asker) *sdk.CallToolResult {
+	{
+		ctx = tool.WithHooks(ctx, s.hooks(ctx, ss, to, req.Params.GetProgressToken(), caps))
 		// An "allow for the session" a client's person gives holds for that
 		// client alone, not for every client of the server, nor for a later
 		// one, and is forgotten when the session ends.
@@ -365,11 +386,11 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 		for range maxQuestions {
 			out := s.e.Call(ctx, c)
 			if out.Question == nil {
-				return mcpconv.SDKResult(withoutStructured(out.Result, hasOutput)), nil
+				return mcpconv.SDKResult(withoutStructured(out.Result, hasOutput))
 			}
 			q := out.Question
 			if caps == nil || caps.Elicitation == nil {
-				return needsInput(q, "the client cannot be asked (it offers no elicitation)"), nil
+				return needsInput(q, "the client cannot be asked (it offers no elicitation)")
 			}
 			// A question nobody answers ends the call as its tool's
 			// timeout would have.
@@ -378,21 +399,21 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 			if known {
 				qctx, cancel = context.WithTimeout(ctx, wait)
 			}
-			answer, ok, err := ask(qctx, ss, q)
+			answer, ok, err := ask(qctx, to, q)
 			unanswered := qctx.Err() != nil && ctx.Err() == nil
 			cancel()
 			if unanswered {
 				r := tool.ErrorResult(&tool.Error{Kind: tool.KindTimeout, Tool: name, Stage: "question",
 					Message: fmt.Sprintf("nobody answered the question within %s, the call's timeout: %s", wait, q.Text)})
-				return mcpconv.SDKResult(r), nil
+				return mcpconv.SDKResult(r)
 			}
 			if err != nil {
-				return needsInput(q, err.Error()), nil
+				return needsInput(q, err.Error())
 			}
 			if !ok {
 				r := tool.ErrorResult(&tool.Error{Kind: tool.KindDenied, Tool: name, Stage: "question",
 					Message: "the question was not answered: " + q.Text})
-				return mcpconv.SDKResult(r), nil
+				return mcpconv.SDKResult(r)
 			}
 			if c.Answers == nil {
 				c.Answers = map[string]any{}
@@ -401,7 +422,7 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 		}
 		r := tool.ErrorResult(&tool.Error{Kind: tool.KindRuntimeFailure, Tool: name, Stage: "question",
 			Message: fmt.Sprintf("the tool asked more than %d questions", maxQuestions)})
-		return mcpconv.SDKResult(r), nil
+		return mcpconv.SDKResult(r)
 	}
 }
 
@@ -409,15 +430,19 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 // forever.
 const maxQuestions = 16
 
-// hooks are the ways a call reaches back to the client that made it, over
-// the session ss of the call's request, whose context is call. What they
-// send goes out in the course of that request (under streamable HTTP, on
-// the stream that answers it), never on a stream shared by the session's
-// other calls, and never to another session.
-func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, token any, caps *sdk.ClientCapabilities) tool.Hooks {
-	// Notifications may come as the call ends; they go out with the
-	// call's identity, not its cancellation.
-	notify := context.WithoutCancel(call)
+// hooks are the ways a call reaches back to the client that made it. What
+// they send goes out in the context of call, the context of the client's
+// tools/call: the SDK finds there which request it relates to, and over
+// streamable HTTP sends it on that request's stream, where the client
+// waits for it. Sent with another context (that of an upstream server's
+// request, say), it would go to the client's optional standalone stream,
+// and be lost when the client opened none.
+func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, to asker, token any, caps *sdk.ClientCapabilities) tool.Hooks {
+	// Notifications must not end with the call: a log message sent as it
+	// returns still belongs to it. A request of MCP 2026-07-28 may name
+	// the log level of its own messages; one that names none gets the
+	// session's (logging/setLevel), as a request of an older version does.
+	notify := sessionLevel{context.WithoutCancel(call)}
 	h := tool.Hooks{
 		Log: func(m tool.LogMessage) {
 			ss.Log(notify, &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(m.Level), Logger: m.Logger,
@@ -432,9 +457,9 @@ func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, token any, c
 	}
 	if caps != nil && caps.Elicitation != nil {
 		h.Elicit = func(ctx context.Context, r *tool.ElicitRequest) (*tool.ElicitResult, error) {
-			ctx, done := related(ctx, call)
+			ctx, done := related(call, ctx)
 			defer done()
-			res, err := ss.Elicit(ctx, mcpconv.SDKElicit(r))
+			res, err := to.Elicit(ctx, mcpconv.SDKElicit(r))
 			if err != nil {
 				return nil, err
 			}
@@ -447,9 +472,9 @@ func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, token any, c
 			if err != nil {
 				return nil, err
 			}
-			ctx, done := related(ctx, call)
+			ctx, done := related(call, ctx)
 			defer done()
-			res, err := ss.CreateMessage(ctx, p)
+			res, err := to.CreateMessage(ctx, p)
 			if err != nil {
 				return nil, err
 			}
@@ -459,32 +484,31 @@ func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, token any, c
 	return h
 }
 
-// related is ctx, ending when ctx ends or the call does, and carrying the
-// values of the call's context first: the SDK finds there the request a
-// message belongs to. A hook is called with a context of its own (an
-// upstream server's request, which knows nothing of the downstream call);
-// done releases it.
-func related(ctx, call context.Context) (_ context.Context, done func()) {
-	c, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(call, cancel)
-	return &relatedCtx{Context: c, call: call}, func() { stop(); cancel() }
-}
+// sessionLevel hides a request's log level when the request named none,
+// so that the SDK falls back to the session's. The SDK keeps the level
+// under a key of its own; it is the one value of type sdk.LoggingLevel.
+type sessionLevel struct{ context.Context }
 
-type relatedCtx struct {
-	context.Context
-	call context.Context
-}
-
-func (c *relatedCtx) Value(key any) any {
-	if v := c.call.Value(key); v != nil {
-		return v
+func (c sessionLevel) Value(key any) any {
+	v := c.Context.Value(key)
+	if l, ok := v.(sdk.LoggingLevel); ok && l == "" {
+		return nil
 	}
-	return c.Context.Value(key)
+	return v
+}
+
+// related returns a context with the values of call (which request of the
+// client a message relates to) that ends when ctx or call does, and the
+// function that releases it.
+func related(call, ctx context.Context) (context.Context, func()) {
+	merged, cancel := context.WithCancel(call)
+	stop := context.AfterFunc(ctx, cancel)
+	return merged, func() { stop(); cancel() }
 }
 
 // ask puts a tool's question to the client as an elicitation of one field,
 // "answer". ok is false when the person declined or cancelled.
-func ask(ctx context.Context, ss *sdk.ServerSession, q *tool.Question) (any, bool, error) {
+func ask(ctx context.Context, to asker, q *tool.Question) (any, bool, error) {
 	field := map[string]any{"title": q.Text}
 	switch q.Kind {
 	case tool.QuestionBoolean:
@@ -498,7 +522,7 @@ func ask(ctx context.Context, ss *sdk.ServerSession, q *tool.Question) (any, boo
 	if q.Default != nil {
 		field["default"] = q.Default
 	}
-	res, err := ss.Elicit(ctx, &sdk.ElicitParams{
+	res, err := to.Elicit(ctx, &sdk.ElicitParams{
 		Message: q.Text,
 		RequestedSchema: map[string]any{
 			"type":       "object",

@@ -25,6 +25,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(versionsUpstreamEnv) != "" {
+		serveVersionUpstream()
+	}
 	// The test binary doubles as the upstream servers of surface_test.go.
 	if name := os.Getenv(upstreamEnv); name != "" {
 		mcptest.ServeSurface(name)

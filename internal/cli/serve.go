@@ -69,6 +69,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			}
 			e := w.Engine
 			defer w.Close()
+			tuneGC() // the collector's target for a server: see gc.go
 			srv := server.New(e, server.Options{Name: "lathe", Version: version(), Upstream: w.MCP, Logger: g.logger()})
 			defer srv.Close()
 			ctx := cmd.Context()

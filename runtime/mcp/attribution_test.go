@@ -7,19 +7,19 @@ import (
 
 // TestCallerAfterAnotherSessionsCall: a request naming no call is not
 // taken for the only call in flight when a call of another session was in
-// flight with it, or ended just before it began: the request may be for
-// that other call (sent before its answer and handled after it, or sent by
-// a server still at work on a call it was told to cancel). Calls of one
+// flight with it, or was abandoned (cancelled, timed out) shortly before
+// it began: the request may be for that other call (a server still at work
+// on a call it was told to cancel). Calls of one
 // session, one after another, keep their questions.
 func TestCallerAfterAnotherSessionsCall(t *testing.T) {
 	bg := context.Background()
 	s := &server{inflight: map[uint64]*inflight{}}
 
 	a := s.track(&inflight{session: "alice"})
-	s.untrack(a, true)
+	s.untrack(a, false)
 	b := s.track(&inflight{session: "bob"})
 	if id, f := s.caller(bg); f != nil {
-		t.Errorf("bob's call, begun as alice's had just ended, was taken for a request naming no call (call %d)", id)
+		t.Errorf("bob's call, begun as alice's was abandoned, was taken for a request naming no call (call %d)", id)
 	}
 	s.untrack(b, false)
 

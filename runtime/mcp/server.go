@@ -36,6 +36,19 @@ const (
 	terminateGrace = time.Second
 )
 
+// UpstreamProtocolVersion is the MCP version lathe asks an upstream server
+// for. From 2026-07-28 on, a server may not send a request to its client in
+// the middle of a call: it must answer the call with input requests
+// instead, and a server written against an older API (one that calls
+// Elicit or CreateMessage from its tool's handler, as most do) fails
+// with "cannot be sent while serving a request". Under 2025-11-25 both
+// kinds of server work: the old kind sends its requests as it always did,
+// and an SDK that speaks 2026-07-28 turns the input requests of a new one
+// into those same requests for an older client. A server that speaks only
+// 2026-07-28 answers initialize with it, and lathe then speaks it, the
+// SDK answering the input requests of its calls through the same handlers.
+const UpstreamProtocolVersion = "2025-11-25"
+
 // upTool is a tool as one server offers it.
 type upTool struct {
 	upstream string    // its name on the server
@@ -97,24 +110,21 @@ type inflight struct {
 	cancel   context.CancelFunc
 	question *tool.Question
 	// session is the caller's session ([lathe.SessionFrom]); shared says
-	// a call of another session was in flight with this one, or had ended
-	// just before it began (guarded by server.mu). A shared call is never
+	// a call of another session was in flight with this one, or one the
+	// server did not answer had ended shortly before it began (guarded by
+	// server.mu). A shared call is never
 	// taken to be the one a request naming no call is for.
 	session string
 	shared  bool
-	// followed says a call of another session ended, answered, just
-	// before this one began: a request that call's server sent before its
-	// answer may still be handled (its handler waits for nobody), but a
-	// notification is not, as a call waits for those (logging.go).
-	followed bool
 }
 
 // How long a call that ended still counts, for the attribution of what a
-// server sends naming no call (see server.caller): a request or a log
-// message the server sent in the course of a call may be handled after the
-// call's answer, and a server may go on working on a call it was told to
-// cancel. Within the time, a call of another session that begins is not
-// taken to be the one such a message is for.
+// server sends naming no call: a server may go on working on a call it was
+// told to cancel, so a call of another session that begins within
+// lingerAbandoned is not taken to be the one such a request is for (see
+// server.caller); and a log message that comes within lingerAnswered of a
+// call's answer may be about that call, so it reaches that call's session
+// alone (see server.background).
 const (
 	lingerAnswered  = 2 * time.Second
 	lingerAbandoned = 30 * time.Second
@@ -142,7 +152,7 @@ func newServer(p *Pool, cfg Config) *server {
 		PromptListChangedHandler:   s.promptsChanged,
 		ResourceUpdatedHandler:     s.resourceUpdated,
 	})
-	s.client.AddReceivingMiddleware(refuseRoots)
+	s.client.AddReceivingMiddleware(refuseRoots, titledItemsLeniency)
 	s.client.AddSendingMiddleware(s.levelInMeta) // logging.go
 	// Tasks: the task methods lathe sends upstream (tasks.go).
 	addTaskMethods(s.client)
@@ -303,7 +313,7 @@ func (s *server) start() (*session, []upTool, error) {
 			MaxRetries:   2,
 		}
 	}
-	cs, err := s.client.Connect(ctx, s.withTraffic(ctx, t), nil)
+	cs, err := s.client.Connect(ctx, s.withTraffic(ctx, t), &sdk.ClientSessionOptions{ProtocolVersion: UpstreamProtocolVersion})
 	if err != nil {
 		sess.shut()
 		return nil, nil, s.startError("starting", ctx, err)
@@ -708,8 +718,6 @@ func (s *server) track(f *inflight) uint64 {
 	for sid, until := range s.ended {
 		if now.After(until) {
 			delete(s.ended, sid)
-		} else if sid != f.session {
-			f.followed = true
 		}
 	}
 	for sid, until := range s.abandoned {
@@ -741,8 +749,9 @@ func (s *server) asked(id uint64) *tool.Question {
 
 // caller finds the call an input request of the server is for: the one
 // whose tools/call carried ctx (MCP 2026-07-28), else the only call in
-// flight, provided no call of another session was in flight with it or
-// ended just before it (see lingerAnswered). A request the server sent on
+// flight, provided no call of another session was in flight with it, nor
+// one the server did not answer ended shortly before it (see
+// lingerAbandoned). A request the server sent on
 // its own while several calls are in flight, perhaps of several clients,
 // cannot be told apart, nor one sent for a call that has just ended from
 // one for the call that followed: caller returns 0 and nil for it, as when
@@ -750,7 +759,6 @@ func (s *server) asked(id uint64) *tool.Question {
 // elicitation, no client is shown another's question, and no call ends
 // with another's question.
 func (s *server) caller(ctx context.Context) (uint64, *inflight) {
-	_, notification := ctx.Value(notificationKey{}).(bool)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if id, ok := ctx.Value(inflightKey{}).(uint64); ok {
@@ -764,7 +772,7 @@ func (s *server) caller(ctx context.Context) (uint64, *inflight) {
 		return 0, nil
 	}
 	for id, f := range s.inflight {
-		if f.shared || (f.followed && !notification) {
+		if f.shared {
 			return 0, nil
 		}
 		return id, f
@@ -796,12 +804,6 @@ func (s *server) untrack(id uint64, answered bool) {
 		s.abandoned[f.session] = until
 	}
 }
-
-// notificationKey marks the context of a notification's handler for
-// caller: a call waits for the notifications read before its answer
-// (logging.go), so one that follows another session's answered call may
-// take what names no call.
-type notificationKey struct{}
 
 // claimant finds whom a request or notification from the server is for:
 // the hooks of the context it came with (the SDK's multi-round-trip path
@@ -858,7 +860,6 @@ func (s *server) log(ctx context.Context, req *sdk.LoggingMessageRequest) {
 		return
 	}
 	msg := tool.LogMessage{Level: string(p.Level), Logger: p.Logger, Data: data}
-	ctx = context.WithValue(ctx, notificationKey{}, true)
 	if _, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Log != nil }); ok {
 		release()
 		h.Log(msg)
