@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -62,12 +63,20 @@ func TestServeExitsOnSignal(t *testing.T) {
 				stderr := &lockedBuffer{}
 				cmd.Stderr = stderr
 				asked := make(chan struct{}, 1)
+				// gone is closed when the server has exited: under MCP
+				// 2026-07-28 the question comes back in the call's result,
+				// and the client's handler runs within its own CallTool.
+				gone := make(chan struct{})
 				opts := &sdk.ClientOptions{
 					ElicitationHandler: func(ctx context.Context, _ *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 						// The person never answers.
 						asked <- struct{}{}
-						<-ctx.Done()
-						return nil, ctx.Err()
+						select {
+						case <-ctx.Done():
+							return nil, ctx.Err()
+						case <-gone:
+							return nil, errors.New("the server is gone")
+						}
 					},
 				}
 				client := sdk.NewClient(&sdk.Implementation{Name: "test"}, opts)
@@ -130,6 +139,7 @@ func TestServeExitsOnSignal(t *testing.T) {
 				cmd.Process.Signal(c.sig)
 				select {
 				case err := <-exited:
+					close(gone)
 					if err != nil {
 						t.Errorf("lathe serve exited with %v after %v; stderr: %s", err, c.sig, stderr)
 					}
