@@ -211,14 +211,23 @@ func TestResourcesThroughServer(t *testing.T) {
 	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: "surface://b/readme"}); err != nil {
 		t.Fatal(err)
 	}
-	callTool(t, cs, "b__touch", map[string]any{"uri": "surface://b/readme"})
-	select {
-	case uri := <-updated:
-		if uri != "surface://b/readme" {
-			t.Errorf("updated: %q", uri)
+	// Under MCP 2026-07-28 the client's Subscribe may return before the
+	// server has acknowledged the subscription (subscriptions/listen), so
+	// the resource is touched until an update arrives: one that never
+	// does is the failure.
+	deadline := time.After(10 * time.Second)
+	for got := false; !got; {
+		callTool(t, cs, "b__touch", map[string]any{"uri": "surface://b/readme"})
+		select {
+		case uri := <-updated:
+			if uri != "surface://b/readme" {
+				t.Errorf("updated: %q", uri)
+			}
+			got = true
+		case <-time.After(500 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("the update of a subscribed resource never reached the client")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the update of a subscribed resource never reached the client")
 	}
 
 	callTool(t, cs, "a__add", map[string]any{})
