@@ -206,3 +206,32 @@ func ReadPrivate(p string, limit int64) ([]byte, error) {
 	}
 	return io.ReadAll(io.LimitReader(f, limit))
 }
+
+// ClearJSON removes the *.json records in dir and the temporary files whose
+// names start with tmpPrefix (left by a write that died), and returns how
+// many records it removed. A dir that does not exist holds nothing.
+func ClearJSON(dir, tmpPrefix string) (int, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !(strings.HasSuffix(name, ".json") || strings.HasPrefix(name, tmpPrefix)) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		if strings.HasSuffix(name, ".json") {
+			n++
+		}
+	}
+	return n, errors.Join(errs...)
+}

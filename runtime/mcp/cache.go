@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -266,27 +265,5 @@ func (c *ToolCache) store(s *server, tools []upTool) error {
 
 // Clear removes every cached tool list and returns how many it removed.
 func (c *ToolCache) Clear() (int, error) {
-	entries, err := os.ReadDir(c.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	var errs []error
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !(strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".record-")) {
-			continue
-		}
-		if err := os.Remove(filepath.Join(c.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-			continue
-		}
-		if strings.HasSuffix(name, ".json") {
-			n++
-		}
-	}
-	return n, errors.Join(errs...)
+	return statedir.ClearJSON(c.dir, ".record-")
 }

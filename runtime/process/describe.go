@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -226,29 +225,7 @@ func (c *Cache) Clear() (int, error) {
 	if c.dir == "" {
 		return 0, nil
 	}
-	entries, err := os.ReadDir(c.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	var errs []error
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !(strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".tmp-")) {
-			continue
-		}
-		if err := os.Remove(filepath.Join(c.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-			continue
-		}
-		if strings.HasSuffix(name, ".json") {
-			n++
-		}
-	}
-	return n, errors.Join(errs...)
+	return statedir.ClearJSON(c.dir, ".tmp-")
 }
 
 // cacheKey identifies what a binary would say of itself. id names the
