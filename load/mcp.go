@@ -102,7 +102,11 @@ func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string
 		mo.Defer = func(c *mcp.Config) bool { return !w.mayHold(c, opts.Need) }
 	}
 	if opts.Logger != nil {
-		mo.Stderr = logWriter(opts.Logger, "MCP server stderr")
+		// A writer per server: its lines name it, and two servers'
+		// partial lines never run together.
+		for i := range cfgs {
+			cfgs[i].Stderr = logWriter(opts.Logger.With("server", cfgs[i].Name), "MCP server stderr")
+		}
 	}
 	pool, err := mcp.Open(ctx, w.Engine, cfgs, mo)
 	if errors.Is(err, mcp.ErrCollision) {

@@ -84,6 +84,9 @@ type Config struct {
 	// PassEnv names variables passed to the command from lathe's
 	// environment.
 	PassEnv []string
+	// Stderr receives the command's standard error; nil means
+	// [Options.Stderr], the one writer of every server of the pool.
+	Stderr io.Writer
 	// Sandbox, when set, is called with the server's command just before it
 	// starts and may rewrite it to run confined (pass a sandbox.Config's
 	// Wrap method); the function it returns runs once the process is gone.

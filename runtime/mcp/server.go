@@ -136,7 +136,11 @@ const (
 type inflightKey struct{}
 
 func newServer(p *Pool, cfg Config) *server {
-	s := &server{pool: p, cfg: cfg, stderr: &tail{w: p.opts.Stderr}, inflight: map[uint64]*inflight{}}
+	stderr := cfg.Stderr
+	if stderr == nil {
+		stderr = p.opts.Stderr
+	}
+	s := &server{pool: p, cfg: cfg, stderr: &tail{w: stderr}, inflight: map[uint64]*inflight{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.client = sdk.NewClient(&sdk.Implementation{Name: "lathe", Version: "1"}, &sdk.ClientOptions{
 		// lathe offers no roots: a server such as the filesystem one would
