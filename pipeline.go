@@ -113,6 +113,23 @@ func (e *Engine) resolve(next Handler) Handler {
 	}
 }
 
+// Arguments returns the arguments of c as the tool would get them: found,
+// decoded and coerced, given their defaults and validated by the same
+// stages a call goes through, with the schema compiled at registration. It
+// runs nothing else (no policy, no tool): it is for faces that look at a
+// call before or instead of making it, such as a dry run of the policy.
+func (e *Engine) Arguments(ctx context.Context, c *tool.Call) (any, error) {
+	var args any
+	h := e.resolve(decode(applyDefaults(validate(func(_ context.Context, inv *Invocation) (*tool.Outcome, error) {
+		args = inv.Args
+		return nil, nil
+	}))))
+	if _, err := h(ctx, &Invocation{Call: c}); err != nil {
+		return nil, err
+	}
+	return args, nil
+}
+
 // decode parses the raw arguments and repairs string-encoded JSON where the
 // schema declares another type.
 func decode(next Handler) Handler {

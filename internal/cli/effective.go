@@ -33,10 +33,6 @@ func (g *globals) quietConfig(ws string) (*config.Config, []load.Untrusted, erro
 	return g.loadConfig(ws, trustWarn)
 }
 
-// policyOf is the policy the engine is built with: its rules and the
-// servers' default approvals.
-func policyOf(cfg *config.Config) *policy.Policy { return load.Policy(cfg) }
-
 // grantsOf returns the stored grants the engine would consult, or nil when
 // the configuration keeps none (audit off) or they cannot be opened, with
 // the reason.
@@ -176,7 +172,7 @@ func effectiveOf(ctx context.Context, cfg *config.Config, ws string, def tool.De
 	// The approval shown is that of a call no argument rule matches: the
 	// rules that look at arguments are listed apart, since which of them
 	// a call meets depends on the call.
-	p, byName := policyOf(cfg), &policy.Policy{}
+	p, byName := load.Policy(cfg), &policy.Policy{}
 	for i := range p.Rules {
 		r := &p.Rules[i]
 		switch {

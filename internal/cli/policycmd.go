@@ -1,13 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/policy"
-	"github.com/lathe-tools/lathe/schema"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -44,12 +43,12 @@ func newPolicyCheckCmd(g *globals) *cobra.Command {
 				return err
 			}
 			cfg, ws := w.Config, w.Dir
-			v, err := prepareArguments(d, raw)
+			v, err := w.Engine.Arguments(cmd.Context(), &tool.Call{Name: d.Name, Arguments: raw})
 			if err != nil {
 				return err
 			}
 			grants, note := grantsOf(cfg, ws)
-			c := checkOf(cfg, &d, policyOf(cfg).DryRun(cmd.Context(), grants, &d, v), note)
+			c := checkOf(cfg, &d, load.Policy(cfg).DryRun(cmd.Context(), grants, &d, v), note)
 			if asJSON {
 				err = writeJSON(g.streams.Out, struct {
 					Tool      string `json:"tool"`
@@ -84,29 +83,4 @@ func checkExit(d tool.Definition, c check) error {
 		return &silentError{&tool.Error{Kind: tool.KindDenied, Tool: d.Name, Stage: "policy", Message: c.Reason}}
 	}
 	return &silentError{&needsInputError{&tool.Question{Text: "a person would be asked: " + c.Reason}}}
-}
-
-// prepareArguments turns raw arguments into what the policy sees, as the
-// engine's pipeline does before its policy stage: decoded, strings of other
-// types converted to the types the schema declares, defaults filled in,
-// and validated. Bad arguments are the error a call would get.
-func prepareArguments(d tool.Definition, raw json.RawMessage) (any, error) {
-	invalid := func(stage string, err error) error {
-		return &tool.Error{Kind: tool.KindInvalidArguments, Tool: d.Name, Runtime: d.Runtime, Stage: stage,
-			Message: "invalid arguments", Err: err}
-	}
-	s, err := schema.Compile(d.InputSchema)
-	if err != nil {
-		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: d.Name, Stage: "validate", Message: "the tool's input schema does not compile", Err: err}
-	}
-	v, err := schema.Decode(raw)
-	if err != nil {
-		return nil, invalid("decode", err)
-	}
-	v, _ = s.Coerce(v)
-	v, _ = s.ApplyDefaults(v)
-	if err := s.Validate(v); err != nil {
-		return nil, invalid("validate", err)
-	}
-	return v, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lathe-tools/lathe/internal/childenv"
 	"github.com/lathe-tools/lathe/internal/statedir"
+	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/schema"
 	"github.com/lathe-tools/lathe/tool"
 )
@@ -90,14 +91,9 @@ func (cfg *Config) identity() (file, key string, ok bool) {
 	if err != nil {
 		return "", "", false
 	}
-	type fileID struct {
-		Path  string `json:"path"`
-		Size  int64  `json:"size"`
-		MTime int64  `json:"mtime"`
-	}
 	var (
 		env   []string
-		files []fileID
+		files []process.FileID
 	)
 	if len(cfg.Command) > 0 {
 		env = childenv.Build(cfg.PassEnv, cfg.Env)
@@ -106,21 +102,7 @@ func (cfg *Config) identity() (file, key string, ok bool) {
 		if err != nil {
 			return "", "", false
 		}
-		add := func(p string) {
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-				files = append(files, fileID{p, fi.Size(), fi.ModTime().UnixNano()})
-			}
-		}
-		add(prog)
-		for _, a := range cfg.Command[1:] {
-			if a == "" || strings.HasPrefix(a, "-") {
-				continue
-			}
-			if !filepath.IsAbs(a) {
-				a = filepath.Join(cfg.Dir, a)
-			}
-			add(a)
-		}
+		files = process.CommandFiles(prog, cfg.Command[1:], cfg.Dir)
 	}
 	headers := make([]string, 0, len(cfg.Headers))
 	for k, v := range cfg.Headers {
@@ -128,13 +110,13 @@ func (cfg *Config) identity() (file, key string, ok bool) {
 	}
 	slices.Sort(headers)
 	kb, err := json.Marshal(struct {
-		Version int      `json:"version"`
-		ID      string   `json:"id"`
-		Env     []string `json:"env,omitempty"`
-		Headers []string `json:"headers,omitempty"`
-		Allow   []string `json:"allow,omitempty"`
-		Deny    []string `json:"deny,omitempty"`
-		Files   []fileID `json:"files,omitempty"`
+		Version int              `json:"version"`
+		ID      string           `json:"id"`
+		Env     []string         `json:"env,omitempty"`
+		Headers []string         `json:"headers,omitempty"`
+		Allow   []string         `json:"allow,omitempty"`
+		Deny    []string         `json:"deny,omitempty"`
+		Files   []process.FileID `json:"files,omitempty"`
 	}{toolCacheVersion, string(idb), env, headers, cfg.Allow, cfg.Deny, files})
 	if err != nil {
 		return "", "", false

@@ -239,28 +239,7 @@ func cacheKey(cmd Command, options map[string]any) (id, key string, ok bool) {
 	if err != nil {
 		return "", "", false
 	}
-	type fileID struct {
-		Path  string `json:"path"`
-		Size  int64  `json:"size"`
-		MTime int64  `json:"mtime"`
-	}
-	var files []fileID
-	add := func(path string) {
-		if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
-			files = append(files, fileID{path, fi.Size(), fi.ModTime().UnixNano()})
-		}
-	}
-	add(prog)
-	for _, a := range cmd.Argv[1:] {
-		if a == "" || strings.HasPrefix(a, "-") {
-			continue
-		}
-		p := a
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(cmd.Dir, p)
-		}
-		add(p)
-	}
+	files := CommandFiles(prog, cmd.Argv[1:], cmd.Dir)
 	idb, err := json.Marshal(struct {
 		Protocol int            `json:"protocol"`
 		Argv     []string       `json:"argv"`
@@ -276,4 +255,38 @@ func cacheKey(cmd Command, options map[string]any) (id, key string, ok bool) {
 		return "", "", false
 	}
 	return string(idb), string(idb) + string(fb), true
+}
+
+// FileID identifies a file a command runs or reads by its path, size and
+// modification time: a cached answer about the command holds while these
+// do.
+type FileID struct {
+	Path  string `json:"path"`
+	Size  int64  `json:"size"`
+	MTime int64  `json:"mtime"`
+}
+
+// CommandFiles returns the identity of the program prog (already found)
+// and of every argument of args that names a regular file, relative ones
+// taken from dir, such as the script an interpreter runs. A cache of what
+// a command says keys its entries by these, so that a rebuilt program or
+// an edited script is asked again.
+func CommandFiles(prog string, args []string, dir string) []FileID {
+	var files []FileID
+	add := func(path string) {
+		if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+			files = append(files, FileID{path, fi.Size(), fi.ModTime().UnixNano()})
+		}
+	}
+	add(prog)
+	for _, a := range args {
+		if a == "" || strings.HasPrefix(a, "-") {
+			continue
+		}
+		if !filepath.IsAbs(a) {
+			a = filepath.Join(dir, a)
+		}
+		add(a)
+	}
+	return files
 }
