@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lathe-tools/lathe/config"
+	"github.com/lathe-tools/lathe/internal/linelog"
 	"github.com/lathe-tools/lathe/internal/statedir"
 	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/runtime/process"
@@ -227,40 +227,9 @@ func skippedTables(cfg *config.Config, skipped []config.MCPServer, known map[str
 // level, as msg with the line as "line". A line longer than maxLogLine is
 // logged in pieces.
 func logWriter(l *slog.Logger, msg string) io.Writer {
-	return &lineLogger{log: l, msg: msg}
-}
-
-type lineLogger struct {
-	log *slog.Logger
-	msg string
-	mu  sync.Mutex
-	buf []byte
+	return linelog.New(maxLogLine, func(line []byte) { l.Debug(msg, "line", string(line)) })
 }
 
 // maxLogLine bounds a line kept before it is logged: a process that writes
 // no newline cannot make lathe hold its whole output.
 const maxLogLine = 4 << 10
-
-func (w *lineLogger) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := len(p)
-	for len(p) > 0 {
-		i := slices.Index(p, '\n')
-		if i < 0 {
-			room := maxLogLine - len(w.buf)
-			if len(p) < room {
-				w.buf = append(w.buf, p...)
-				break
-			}
-			w.buf = append(w.buf, p[:room]...)
-			p = p[room:]
-		} else {
-			w.buf = append(w.buf, p[:i]...)
-			p = p[i+1:]
-		}
-		w.log.Debug(w.msg, "line", string(w.buf))
-		w.buf = w.buf[:0]
-	}
-	return n, nil
-}

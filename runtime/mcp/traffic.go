@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lathe-tools/lathe/internal/linelog"
 )
 
 // maxTrafficLine bounds one logged message: a tool's result can be
@@ -21,7 +22,8 @@ func (s *server) withTraffic(ctx context.Context, t sdk.Transport) sdk.Transport
 	if !l.Enabled(ctx, slog.LevelDebug) {
 		return t
 	}
-	return &sdk.LoggingTransport{Transport: t, Writer: &trafficLog{log: l, server: s.cfg.Name}}
+	w := &trafficLog{log: l, server: s.cfg.Name}
+	return &sdk.LoggingTransport{Transport: t, Writer: linelog.New(0, w.record)}
 }
 
 // trafficLog turns the lines the SDK's logging transport writes ("read: …",
@@ -29,24 +31,6 @@ func (s *server) withTraffic(ctx context.Context, t sdk.Transport) sdk.Transport
 type trafficLog struct {
 	log    *slog.Logger
 	server string
-
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (w *trafficLog) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			break
-		}
-		w.record(w.buf[:i])
-		w.buf = w.buf[i+1:]
-	}
-	return len(p), nil
 }
 
 func (w *trafficLog) record(line []byte) {
