@@ -224,8 +224,8 @@ func skippedTables(cfg *config.Config, skipped []config.MCPServer, known map[str
 }
 
 // logWriter returns a writer that logs each line written to it at debug
-// level, as msg with the line as "line". A line longer than maxLogLine is
-// logged in pieces.
+// level, as msg with the line as "line"; an unfinished line past
+// maxLogLine is logged in pieces (linelog.New).
 func logWriter(l *slog.Logger, msg string) io.Writer {
 	return linelog.New(maxLogLine, func(line []byte) { l.Debug(msg, "line", string(line)) })
 }

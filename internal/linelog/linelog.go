@@ -10,9 +10,11 @@ import (
 )
 
 // New returns a writer that calls emit with each line written to it,
-// without its newline, one call at a time. With max > 0 a line longer than
-// max bytes is emitted in pieces of max, so that a stream without newlines
-// cannot make the writer hold all of it; with max 0 a line is held whole.
+// without its newline, one call at a time. With max > 0 the writer never
+// holds more than max bytes of an unfinished line: past that, what it holds
+// is emitted as a piece, so that a stream without newlines cannot make it
+// keep all of it (a line that ends within one Write is emitted whole). With
+// max 0 an unfinished line is held whole.
 func New(max int, emit func(line []byte)) io.Writer {
 	return &writer{max: max, emit: emit}
 }
