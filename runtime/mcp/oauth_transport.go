@@ -13,14 +13,17 @@ import (
 // the server's URL and to no other. A redirect elsewhere is not followed
 // (Go's own client would follow it, and send a custom header, or even
 // Authorization to another port of the same host), and a request to
-// another origin is refused before any header is added.
-func httpClient(endpoint string, headers map[string]string, cap *capture) *http.Client {
+// another origin is refused before any header is added. Its connections
+// are its own (base, one per session): a server that crashed leaves
+// connections behind that are dead, and the session that follows must not
+// send its initialize on one of them, where a POST fails without a retry.
+func httpClient(endpoint string, headers map[string]string, cap *capture, base http.RoundTripper) *http.Client {
 	origin := ""
 	if u, err := url.Parse(endpoint); err == nil {
 		origin = oauth.Origin(u)
 	}
 	return &http.Client{
-		Transport:     &originTransport{origin: origin, inner: &headerTransport{headers: headers, cap: cap}},
+		Transport:     &originTransport{origin: origin, inner: &headerTransport{headers: headers, cap: cap, base: base}},
 		CheckRedirect: oauth.SameOrigin,
 	}
 }

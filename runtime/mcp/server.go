@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -97,6 +98,9 @@ type session struct {
 	close sync.Once
 	// proc is the server's process, nil over HTTP and until it starts.
 	proc atomic.Pointer[process.Proc]
+	// conns holds the session's HTTP connections, nil over stdio; they
+	// are closed with it.
+	conns *http.Transport
 }
 
 // inflight is a call under way, found by the handlers of requests and
@@ -310,9 +314,10 @@ func (s *server) start() (*session, []upTool, error) {
 		// Tasks: task-augmented calls on the wire (tasks.go).
 		t = &taskTransport{inner: t}
 	} else {
+		sess.conns = http.DefaultTransport.(*http.Transport).Clone()
 		t = &sdk.StreamableClientTransport{
 			Endpoint:     s.cfg.URL,
-			HTTPClient:   httpClient(s.cfg.URL, s.cfg.Headers, sess.cap),
+			HTTPClient:   httpClient(s.cfg.URL, s.cfg.Headers, sess.cap, sess.conns),
 			OAuthHandler: s.cfg.OAuth,
 			MaxRetries:   2,
 		}
@@ -396,6 +401,9 @@ func (sess *session) shut() {
 		if p := sess.proc.Load(); p != nil {
 			p.Kill()
 			p.Wait()
+		}
+		if sess.conns != nil {
+			sess.conns.CloseIdleConnections()
 		}
 	})
 }
