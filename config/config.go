@@ -113,6 +113,16 @@ type Tool struct {
 	// Env names variables of lathe's environment the tool's process gets.
 	Env []string `toml:"env"`
 
+	// Read, Write, Net and Run say what a tool of runtime "vfs" or "wasm"
+	// may reach through lathe's host API (package host, the project's
+	// docs/host.md), as in read = ["src/**"], write = ["out/"],
+	// net = ["api.example.com:443"], run = ["git"]; Env, above, names the
+	// variables it may read. [HostPermissions] documents each.
+	Read  []string `toml:"read"`
+	Write []string `toml:"write"`
+	Net   []string `toml:"net"`
+	Run   []string `toml:"run"`
+
 	// Pos is where the table was defined, in the file that won.
 	Pos Pos `toml:"-"`
 }

@@ -37,8 +37,43 @@ type Toolset struct {
 	Options map[string]any `toml:"options"`
 	// Env names variables of lathe's environment the binary's process gets.
 	Env []string `toml:"env"`
+	// Read, Write, Net and Run say what the toolset's tools may reach
+	// through lathe's host API when they run as "vfs" or "wasm" (see
+	// [HostPermissions]).
+	Read  []string `toml:"read"`
+	Write []string `toml:"write"`
+	Net   []string `toml:"net"`
+	Run   []string `toml:"run"`
 	// Pos is where the table was defined, in the file that won.
 	Pos Pos `toml:"-"`
+}
+
+// HostPermissions are the keys of a [tools.NAME] or [toolsets.NAME] table
+// that say what a confined tool may ask lathe's host to do for it, scoped
+// as Deno's permissions are. Paths are relative to the workspace.
+// [Tool.Permissions] and [Toolset.Permissions] gather them.
+type HostPermissions struct {
+	// Read lists paths (patterns) the tool may read, list and stat.
+	Read []string `toml:"read"`
+	// Write lists paths (patterns) the tool may also write and remove.
+	Write []string `toml:"write"`
+	// Net lists the hosts it may fetch from: "host:port", or "host" for
+	// any port.
+	Net []string `toml:"net"`
+	// Env lists the variables it may read (the table's env key).
+	Env []string `toml:"env"`
+	// Run lists the programs it may run, by name or path.
+	Run []string `toml:"run"`
+}
+
+// Permissions returns the host permissions of the table.
+func (t *Tool) Permissions() HostPermissions {
+	return HostPermissions{Read: t.Read, Write: t.Write, Net: t.Net, Env: t.Env, Run: t.Run}
+}
+
+// Permissions returns the host permissions of the table.
+func (s *Toolset) Permissions() HostPermissions {
+	return HostPermissions{Read: s.Read, Write: s.Write, Net: s.Net, Env: s.Env, Run: s.Run}
 }
 
 // Param is a [tools.NAME.parameters.P] table: one parameter of a local
