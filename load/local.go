@@ -16,6 +16,7 @@ import (
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
+	"github.com/lathe-tools/lathe/runtime/wasm"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -52,6 +53,12 @@ func (w *Workspace) loadLocal(ctx context.Context, opts *Options, known map[stri
 		if known[name] && !l.local[name] && hasLocalKeys(t) {
 			errs = append(errs, &config.Error{Pos: t.Pos, Msg: fmt.Sprintf(
 				"[tools.%s] parameters, options and env apply to local tools, and %s is a %s tool", name, name, sourceOf(e, name))})
+		}
+	}
+	if l.wasm != nil {
+		// The engine closes the WASM runtime with itself, after the tools.
+		if err := e.Own(l.wasm); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := joinByPos(errs); err != nil {
@@ -125,6 +132,8 @@ type localLoader struct {
 	tools []tool.Tool
 	local map[string]bool       // names of the tools built
 	pos   map[string]config.Pos // where each was configured
+	// wasm runs the WASM tools, made with the first; the engine owns it.
+	wasm *wasm.Runtime
 	// dropped holds, by name, the tools left out because what their binary
 	// said of them is unusable.
 	dropped map[string]error
@@ -172,7 +181,9 @@ func runtimeFor(explicit string, argv []string) (string, error) {
 	switch rt {
 	case process.RuntimeName:
 		return rt, nil
-	case "wasm", "js", "remote", "temporal":
+	case wasm.RuntimeName:
+		return rt, nil
+	case "js", "remote", "temporal":
 		how := ""
 		if explicit == "" {
 			how = " (inferred from the command " + argv[0] + ")"
@@ -188,8 +199,10 @@ func (l *localLoader) tool(name string, t *config.Tool) error {
 	fail := func(format string, args ...any) error {
 		return &config.Error{Pos: t.Pos, Msg: fmt.Sprintf("[tools.%s] ", name) + fmt.Sprintf(format, args...)}
 	}
-	if _, err := runtimeFor(t.Runtime, t.Command); err != nil {
+	if rt, err := runtimeFor(t.Runtime, t.Command); err != nil {
 		return fail("%v", err)
+	} else if rt == wasm.RuntimeName {
+		return l.wasmTool(name, t)
 	}
 	cmd := process.Command{Argv: t.Command, Shell: t.Shell, Dir: l.ws, Env: t.Env}
 	names, err := cmd.Placeholders()
@@ -286,8 +299,10 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 	fail := func(format string, args ...any) error {
 		return &config.Error{Pos: s.Pos, Msg: fmt.Sprintf("[toolsets.%s] ", s.Name) + fmt.Sprintf(format, args...)}
 	}
-	if _, err := runtimeFor(s.Runtime, s.Command); err != nil {
+	if rt, err := runtimeFor(s.Runtime, s.Command); err != nil {
 		return fail("%v", err)
+	} else if rt == wasm.RuntimeName {
+		return l.wasmToolset(s)
 	}
 	cmd := process.Command{Argv: s.Command, Dir: l.ws, Env: s.Env}
 	// The binary describes itself under the toolset's profile, else the
