@@ -498,6 +498,14 @@ func (m *Module) Tool(def tool.Definition, name string) tool.Tool {
 	return tool.Tool{Definition: def, Runtime: &mm}
 }
 
+// WithOptions returns the runtime of the same tool whose requests carry
+// options in their context.
+func (m *Module) WithOptions(options map[string]any) *Module {
+	mm := *m
+	mm.opts.Options = options
+	return &mm
+}
+
 func (m *Module) toolName(def *tool.Definition) string {
 	if m.opts.Tool != "" {
 		return m.opts.Tool
