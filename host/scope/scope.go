@@ -300,8 +300,8 @@ func CompileNet(s string) (Net, error) {
 			return Net{}, fmt.Errorf("%q is not a host name: each label is letters, digits, - or _, with * or ? for any", s)
 		}
 	}
-	if len(labels) == 1 && hasMeta(labels[0]) {
-		return Net{}, fmt.Errorf("%q would match only one-label names; list the hosts (\"*.example.com\" for the names in one domain)", s)
+	if len(labels) == 1 && labels[0] == "*" {
+		return Net{}, fmt.Errorf("%q would match only one-label names (as localhost), not every host; list the hosts (\"*.example.com\" for the names in one domain)", s)
 	}
 	n.labels = labels
 	return n, nil
