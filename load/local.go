@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"path/filepath"
@@ -56,9 +57,12 @@ func (w *Workspace) loadLocal(ctx context.Context, opts *Options, known map[stri
 		}
 	}
 	if l.wasm != nil {
-		// The engine closes the WASM runtime with itself, after the tools.
-		if err := e.Own(l.wasm); err != nil {
-			errs = append(errs, err)
+		// The engine closes the WASM runtime and the hosts of its tools
+		// with itself, after the tools.
+		for _, c := range append([]io.Closer{l.wasm}, l.wasmHosts...) {
+			if err := e.Own(c); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if err := joinByPos(errs); err != nil {
@@ -133,7 +137,8 @@ type localLoader struct {
 	local map[string]bool       // names of the tools built
 	pos   map[string]config.Pos // where each was configured
 	// wasm runs the WASM tools, made with the first; the engine owns it.
-	wasm *wasm.Runtime
+	wasm      *wasm.Runtime
+	wasmHosts []io.Closer
 	// dropped holds, by name, the tools left out because what their binary
 	// said of them is unusable.
 	dropped map[string]error

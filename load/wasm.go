@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lathe-tools/lathe/config"
-	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
 	"github.com/lathe-tools/lathe/runtime/wasm"
 	"github.com/lathe-tools/lathe/tool"
@@ -61,11 +60,11 @@ func (l *localLoader) wasmModule(name string, argv []string, shell bool, perms c
 	if err != nil {
 		return nil, err
 	}
+	l.wasmHosts = append(l.wasmHosts, h)
 	limits := l.cfg.Sandbox.Limits
 	opts := wasm.Options{
-		Tool: toolName, Host: h, Workspace: l.ws, MemoryLimit: limits.Memory, MaxOutputBytes: limits.OutputBytes,
-		Logger: l.log,
-		Perms:  host.Permissions{Read: perms.Read, Write: perms.Write, Net: perms.Net, Env: perms.Env, Run: perms.Run},
+		Tool: toolName, Host: h, Workspace: h.Workspace(), Perms: h.Permissions(),
+		MemoryLimit: limits.Memory, MaxOutputBytes: limits.OutputBytes, Logger: l.log,
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, describeTimeout)
 	defer cancel()

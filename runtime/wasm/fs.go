@@ -27,105 +27,19 @@ type mount struct {
 	writable bool
 }
 
-// mounts returns the preopens of a tool: the workspace, and every
-// directory outside it that a permission names. A directory is writable
-// when some write permission lies in it; what each path may do is still
-// checked path by path, so a preopen only bounds what can be reached.
+// mounts returns the preopens of a tool: the workspace, the only place
+// the host's permissions may name, writable when some write permission
+// lies in it. What each path may do is still checked path by path, so the
+// preopen only bounds what can be reached.
 func mounts(workspace string, perms host.Permissions) []mount {
-	var out []mount
-	add := func(pattern string, writable bool) {
-		dir := patternDir(workspace, pattern)
-		if dir == "" {
-			return
-		}
-		if r, err := filepath.EvalSymlinks(dir); err == nil {
-			dir = r
-		} else {
-			return // a directory that does not exist yet has nothing to open
-		}
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return
-		}
-		for i, m := range out {
-			switch {
-			case within(m.dir, dir):
-				// Already reachable through m; it becomes writable if this
-				// permission writes.
-				out[i].writable = m.writable || writable
-				return
-			case within(dir, m.dir):
-				out[i] = mount{dir: dir, writable: m.writable || writable}
-				return
-			}
-		}
-		out = append(out, mount{dir: dir, writable: writable})
+	if workspace == "" {
+		return nil
 	}
-	if workspace != "" {
-		writes := false
-		for _, p := range perms.Write {
-			if within(workspace, patternDir(workspace, p)) {
-				writes = true
-			}
-		}
-		add(workspace, writes)
+	dir, err := filepath.EvalSymlinks(workspace)
+	if err != nil {
+		return nil
 	}
-	for _, p := range perms.Write {
-		add(p, true)
-	}
-	for _, p := range perms.Read {
-		add(p, false)
-	}
-	// Merging may leave a mount inside a later, wider one.
-	var merged []mount
-	for i, m := range out {
-		inner := false
-		for j, o := range out {
-			if i != j && o.dir != m.dir && within(o.dir, m.dir) {
-				inner = true
-			}
-		}
-		if !inner {
-			merged = append(merged, m)
-		}
-	}
-	return merged
-}
-
-// patternDir returns the directory a permission pattern lies in: its
-// leading elements without a wildcard, as an absolute path.
-func patternDir(workspace, pattern string) string {
-	p := filepath.FromSlash(pattern)
-	if !filepath.IsAbs(p) {
-		if workspace == "" {
-			return ""
-		}
-		p = filepath.Join(workspace, p)
-	}
-	p = filepath.Clean(p)
-	var keep []string
-	for _, e := range strings.Split(p, string(filepath.Separator)) {
-		if strings.ContainsAny(e, "*?[") {
-			break
-		}
-		keep = append(keep, e)
-	}
-	dir := strings.Join(keep, string(filepath.Separator))
-	if dir == "" {
-		dir = string(filepath.Separator)
-	}
-	if len(keep) == len(strings.Split(p, string(filepath.Separator))) {
-		// No wildcard: a file names its directory, a directory itself.
-		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-			dir = filepath.Dir(dir)
-		}
-	}
-	return dir
-}
-
-// within reports whether p is root or lies below it, lexically.
-func within(root, p string) bool {
-	rel, err := filepath.Rel(root, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	return []mount{{dir: dir, writable: len(perms.Write) > 0}}
 }
 
 // confinedFS is a preopen. Every path is opened through an os.Root, so

@@ -86,6 +86,7 @@ func guestTool(t *testing.T, name string, opts wasm.Options, c func(context.Cont
 			t.Fatal(err)
 		}
 		opts.Host = h
+		t.Cleanup(func() { h.Close() })
 	}
 	tools, leftOut, err := shared.Tools(ctx, guestPath(t), opts)
 	if err != nil {
@@ -106,10 +107,12 @@ func guestTool(t *testing.T, name string, opts wasm.Options, c func(context.Cont
 	return tool.Tool{}
 }
 
+// The conformance suite runs with the host's own checks: the workspace is
+// the directory every temporary directory of the run lies in, so that the
+// marker files the suite makes are inside it, and writable.
 func TestConformance(t *testing.T) {
-	ws := t.TempDir()
 	runtimetest.Run(t, func(t *testing.T, name string) tool.Tool {
-		return guestTool(t, name, wasm.Options{Workspace: ws, Perms: host.Permissions{Write: []string{base + "/"}}}, allowAll)
+		return guestTool(t, name, wasm.Options{Workspace: base, Perms: host.Permissions{Write: []string{"."}}}, nil)
 	})
 }
 
