@@ -90,7 +90,9 @@ func (l *localLoader) wasmTool(name string, t *config.Tool) error {
 		return &config.Error{Pos: t.Pos, Msg: fmt.Sprintf("[tools.%s] ", name) + fmt.Sprintf(format, args...)}
 	}
 	m, err := l.wasmModule(name, t.Command, t.Shell, t.Permissions(), t.Profile, "")
-	if err != nil {
+	if ce := (*config.Error)(nil); errors.As(err, &ce) {
+		return ce
+	} else if err != nil {
 		return fail("%v", err)
 	}
 	def := tool.Definition{Name: name, Source: "local", Runtime: wasm.RuntimeName}
@@ -125,6 +127,7 @@ func (l *localLoader) wasmTool(name string, t *config.Tool) error {
 			return nil
 		}
 		toolName = s.Name
+		l.declare(name, *s)
 	}
 	tl := withOptions(m.Tool(def, toolName), t.Options)
 	tl.Timeout = t.Timeout
@@ -137,7 +140,9 @@ func (l *localLoader) wasmToolset(s *config.Toolset) error {
 		return &config.Error{Pos: s.Pos, Msg: fmt.Sprintf("[toolsets.%s] ", s.Name) + fmt.Sprintf(format, args...)}
 	}
 	m, err := l.wasmModule(s.Name, s.Command, false, s.Permissions(), s.Profile, "")
-	if err != nil {
+	if ce := (*config.Error)(nil); errors.As(err, &ce) {
+		return ce
+	} else if err != nil {
 		return fail("%v", err)
 	}
 	schemas, err := l.describeModule(m, s.Timeout)
@@ -169,6 +174,7 @@ func (l *localLoader) wasmToolset(s *config.Toolset) error {
 			}
 			pos = t.Pos
 		}
+		l.declare(name, d)
 		tl := withOptions(m.Tool(def, d.Name), options)
 		tl.Timeout = s.Timeout
 		errs = append(errs, l.add(tl, pos))
