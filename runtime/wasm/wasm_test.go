@@ -59,6 +59,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer shared.Close()
+	if guestErr == nil {
+		// Compile the guest once, here, with time to spare (a -race build
+		// on a busy machine takes minutes), rather than in whichever test
+		// comes first.
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		_, guestErr = shared.Load(cctx, guest, wasm.Options{})
+		ccancel()
+	}
 	return m.Run()
 }
 
