@@ -83,7 +83,7 @@ func (s *Session) resolve(ctx context.Context, kind, path string) (string, *op, 
 	}
 	if !ok {
 		what := fmt.Sprintf("%s of %q", kind, rel)
-		if rel != filepath.ToSlash(filepath.Clean(path)) {
+		if rel != path {
 			what = fmt.Sprintf("%s of %q (which %q resolves to)", kind, rel, path)
 		}
 		return "", nil, s.deny(ctx, o, "permissions", s.h.outside(what, suggest(rel), key))
