@@ -474,6 +474,9 @@ func TestNewRefusesBadPermissions(t *testing.T) {
 			t.Errorf("New(%+v) = %v, want an error naming %q", c.perms, err, c.want)
 		}
 	}
+	if _, err := host.New(host.Config{Tool: "t", Perms: host.Permissions{Read: []string{"."}}}); err == nil {
+		t.Error("New without a workspace succeeded")
+	}
 	h := f.host(t, host.Permissions{Read: []string{filepath.Join(f.ws, "src")}})
 	s := h.Begin(testCtx(t))
 	defer s.End()
