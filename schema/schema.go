@@ -7,15 +7,23 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// Schema is a compiled JSON Schema. It is made once, by [Compile], when a
-// tool is registered; a call never compiles again. A Schema is immutable and
-// safe for concurrent use.
+// Schema is a compiled JSON Schema. It is made once, by [Compile] or
+// [Prepare], when a tool is registered, and compiled once: by Compile at
+// once, or, for a schema Prepare has checked, at its first use. A Schema is
+// immutable once compiled and safe for concurrent use, its first use too.
 type Schema struct {
-	raw      json.RawMessage
+	raw json.RawMessage
+	// once compiles a prepared schema at its first use; a schema from
+	// Compile has used it up already. err is why that compilation failed,
+	// which Prepare's check is there to make impossible.
+	once     sync.Once
+	err      error
 	compiled *jsonschema.Schema
 	root     *node
 	check    *check
@@ -51,6 +59,10 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 		raw = objectSchema
 	}
 	if s := remembered(raw); s != nil {
+		// It may be a prepared schema, not compiled yet.
+		if err := s.load(); err != nil {
+			return nil, err
+		}
 		return s, nil
 	}
 	s, err := compile(raw)
@@ -61,8 +73,13 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 	return s, nil
 }
 
+// compiles counts the schemas compiled, for the tests that hold a prepared
+// schema to being compiled once.
+var compiles atomic.Int64
+
 // compile is [Compile] without the memo.
 func compile(raw json.RawMessage) (*Schema, error) {
+	compiles.Add(1)
 	if err := checkNesting(raw); err != nil {
 		return nil, err
 	}
@@ -96,13 +113,15 @@ func compile(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{
+	s := &Schema{
 		raw:      compact.Bytes(),
 		compiled: compiled,
 		root:     root,
 		check:    buildChecks(compiled),
 		closed:   closedSchemas(compiled),
-	}, nil
+	}
+	s.once.Do(func() {})
+	return s, nil
 }
 
 // MustCompile is like [Compile] but panics on error. It is for schemas written
@@ -201,7 +220,13 @@ func trimLocation(msg string) string {
 // nothing; the full validator, which finds and words every violation, runs
 // when that check fails or cannot decide. Values not made by Decode (float64
 // numbers, say) are accepted but always take the slower path.
+//
+// On a prepared schema whose compilation failed, Validate returns that
+// error, which is not a [*ValidationError]; see [Schema.Ready].
 func (s *Schema) Validate(v any) error {
+	if err := s.load(); err != nil {
+		return err
+	}
 	if s.check != nil && s.check.eval(v) == valid {
 		return nil
 	}
