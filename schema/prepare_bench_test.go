@@ -21,7 +21,13 @@ func toolSchema(i int) json.RawMessage {
 
 // BenchmarkSchemaRegistration measures, per distinct schema, each way of
 // checking a tool's schema at registration that was considered, so that the
-// choice rests on numbers.
+// choice rests on numbers: compile (what registration did, the library's
+// compilation and lathe's analysis), the library alone with a compiler per
+// schema or one compiler for all, the library without its metaschema check,
+// the metaschema check alone, Prepare's check followed by the library
+// without the metaschema check (an eager compilation that trusts the
+// check), and Prepare (what registration does now; the compilation comes
+// at first use).
 func BenchmarkSchemaRegistration(b *testing.B) {
 	const n = 1000
 	raws := make([]json.RawMessage, n)
@@ -104,6 +110,32 @@ func BenchmarkSchemaRegistration(b *testing.B) {
 			}
 		})
 	})
+	b.Run("check+library-no-metaschema", func(b *testing.B) {
+		const loc = "https://json-schema.org/lathe/input.json"
+		each(b, func(raw json.RawMessage) {
+			doc, _ := Decode(raw)
+			if !surelyCompiles(doc) {
+				b.Fatal("the check is unsure")
+			}
+			c := jsonschema.NewCompiler()
+			c.DefaultDraft(jsonschema.Draft2020)
+			c.UseLoader(noLoader{})
+			if err := c.AddResource(loc, doc); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.Compile(loc); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("prepare", func(b *testing.B) {
+		each(b, func(raw json.RawMessage) {
+			s, err := prepare(raw)
+			if err != nil || s.compiled != nil {
+				b.Fatal("not prepared:", err)
+			}
+		})
+	})
 	b.Run("decode", func(b *testing.B) {
 		each(b, func(raw json.RawMessage) {
 			if _, err := Decode(raw); err != nil {
@@ -124,21 +156,4 @@ func BenchmarkSchemaRegistration(b *testing.B) {
 			json.Compact(&buf, raw)
 		})
 	})
-}
-
-func BenchmarkSchemaPrepare(b *testing.B) {
-	const n = 1000
-	raws := make([]json.RawMessage, n)
-	for i := range raws {
-		raws[i] = toolSchema(i)
-	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		s, err := prepare(raws[i%n])
-		if err != nil || s.compiled != nil {
-			b.Fatal("not prepared", err)
-		}
-		i++
-	}
 }

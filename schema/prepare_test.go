@@ -211,3 +211,35 @@ func FuzzPrepare(f *testing.F) {
 		}
 	})
 }
+
+// TestPrepareDefersCommonShapes: the schemas MCP servers commonly list, as
+// their SDKs write them, are checked without being compiled, so a large
+// server's tools register quickly.
+func TestPrepareDefersCommonShapes(t *testing.T) {
+	for name, raw := range map[string]string{
+		"zod, draft-07": `{"type":"object","properties":{"path":{"type":"string","description":"File"},` +
+			`"depth":{"type":"number","minimum":0,"default":2},"tags":{"type":"array","items":{"type":"string"}}},` +
+			`"required":["path"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"}`,
+		"pydantic, $defs and $ref": `{"$defs":{"Mode":{"enum":["a","b"],"title":"Mode","type":"string"}},` +
+			`"properties":{"mode":{"$ref":"#/$defs/Mode"},"limit":{"anyOf":[{"type":"integer"},{"type":"null"}],` +
+			`"default":null,"title":"Limit"}},"required":["mode"],"title":"runArguments","type":"object"}`,
+		"go-sdk": `{"type":"object","required":["name"],"properties":{"name":{"type":"string"},` +
+			`"count":{"type":["null","integer"]},"opts":{"type":"object","additionalProperties":{"type":"string"}}},` +
+			`"additionalProperties":false}`,
+		"patterns and bounds": `{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z0-9-]{1,40}$",` +
+			`"minLength":1,"maxLength":40,"format":"uuid"},"n":{"type":"integer","exclusiveMinimum":0,"multipleOf":2}}}`,
+		"no arguments": `{"type":"object","properties":{}}`,
+	} {
+		doc, err := Decode(json.RawMessage(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !surelyCompiles(doc) {
+			t.Errorf("%s: the check is unsure of %s", name, raw)
+			continue
+		}
+		if _, err := compile(json.RawMessage(raw)); err != nil {
+			t.Errorf("%s: the check accepts what the compiler refuses: %v", name, err)
+		}
+	}
+}
