@@ -594,7 +594,7 @@ func TestRegisterRefusesBadSchemas(t *testing.T) {
 		{"bad regex", `{"properties":{"s":{"type":"string","pattern":"a(b"}}}`, "",
 			[]string{`tool "bad": input schema: schema: /properties/s/pattern: must be a valid regex`}},
 		{"ref to nowhere", `{"properties":{"s":{"$ref":"#/$defs/gone"}}}`, "",
-			[]string{`tool "bad": input schema: schema: reference "#/$defs/gone" points to nothing`}},
+			[]string{`tool "bad": input schema: schema: /properties/s/$ref: reference "#/$defs/gone" points to nothing`}},
 		{"not an object", `"object"`, "", []string{`tool "bad": input schema: schema: must be a JSON object, not a string`}},
 		{"bad output schema", `{}`, `{"properties":{"r":{"minimum":"1"}}}`,
 			[]string{`tool "bad": output schema: schema: /properties/r/minimum: must be number`}},

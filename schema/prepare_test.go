@@ -89,8 +89,8 @@ func TestPrepareRefuses(t *testing.T) {
 		{"type not a name", `{"properties":{"a":{"type":5}}}`, "/properties/a/type"},
 		{"bad regex", `{"properties":{"a":{"type":"string","pattern":"(["}}}`, "/properties/a/pattern"},
 		{"bad pattern property", `{"patternProperties":{"(":{}}}`, `must be a valid regex but found "("`},
-		{"ref to nowhere", `{"properties":{"a":{"$ref":"#/$defs/missing"}}}`, `"#/$defs/missing" points to nothing`},
-		{"ref outside", `{"properties":{"a":{"$ref":"other.json"}}}`, "outside the schema"},
+		{"ref to nowhere", `{"properties":{"a":{"$ref":"#/$defs/missing"}}}`, `/properties/a/$ref: reference "#/$defs/missing" points to nothing`},
+		{"ref outside", `{"properties":{"a":{"$ref":"other.json"}}}`, `/properties/a/$ref: reference "other.json" is outside the schema`},
 		{"not an object", `[1,2]`, "must be a JSON object"},
 		{"not an object schema", `{"type":"string"}`, "top-level type must be"},
 		{"negative count", `{"properties":{"a":{"maxLength":-1}}}`, "/properties/a/maxLength"},
@@ -116,7 +116,7 @@ func TestPrepareRefuses(t *testing.T) {
 func TestPrepareFailedCompile(t *testing.T) {
 	s := &Schema{raw: json.RawMessage(`{"properties":{"a":{"$ref":"#/nowhere"}}}`)}
 	err := s.Ready()
-	if err == nil || !strings.Contains(err.Error(), `reference "#/nowhere" points to nothing`) {
+	if err == nil || !strings.Contains(err.Error(), `/properties/a/$ref: reference "#/nowhere" points to nothing`) {
 		t.Fatalf("Ready = %v", err)
 	}
 	if verr := s.Validate(map[string]any{}); verr != err {

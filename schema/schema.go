@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,7 +108,7 @@ func compile(raw json.RawMessage) (*Schema, error) {
 	}
 	compiled, err := c.Compile(location)
 	if err != nil {
-		return nil, compileError(err)
+		return nil, compileError(err, doc)
 	}
 	root, err := buildTree(compiled)
 	if err != nil {
@@ -177,7 +178,9 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, errors.New("loading is disabled")
 }
 
-func compileError(err error) error {
+// compileError words an error of the compiler; doc is the schema, in which
+// it finds the place of a reference that does not resolve.
+func compileError(err error, doc any) error {
 	var sve *jsonschema.SchemaValidationError
 	if errors.As(err, &sve) {
 		var ve *jsonschema.ValidationError
@@ -196,13 +199,57 @@ func compileError(err error) error {
 	}
 	var notFound *jsonschema.JSONPointerNotFoundError
 	if errors.As(err, &notFound) {
-		return fmt.Errorf("schema: reference %q points to nothing in the schema", trimLocation(notFound.URL))
+		ref := trimLocation(notFound.URL)
+		return fmt.Errorf("schema: %sreference %q points to nothing in the schema", refPlace(doc, ref), ref)
 	}
 	var load *jsonschema.LoadURLError
 	if errors.As(err, &load) {
-		return fmt.Errorf("schema: reference %q is outside the schema; only references within the schema are supported", trimLocation(load.URL))
+		ref := trimLocation(load.URL)
+		return fmt.Errorf("schema: %sreference %q is outside the schema; only references within the schema are supported", refPlace(doc, ref), ref)
 	}
 	return fmt.Errorf("schema: %s", trimLocation(err.Error()))
+}
+
+// refPlace returns the JSON pointer of the first "$ref" in doc whose value
+// is ref, followed by ": ", or "" if there is none (the compiler may name a
+// reference resolved against a base, not as written).
+func refPlace(doc any, ref string) string {
+	var tokens []string
+	var find func(v any) bool
+	find = func(v any) bool {
+		switch x := v.(type) {
+		case map[string]any:
+			if x["$ref"] == ref {
+				tokens = append(tokens, "$ref")
+				return true
+			}
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				tokens = append(tokens, k)
+				if find(x[k]) {
+					return true
+				}
+				tokens = tokens[:len(tokens)-1]
+			}
+		case []any:
+			for i, e := range x {
+				tokens = append(tokens, strconv.Itoa(i))
+				if find(e) {
+					return true
+				}
+				tokens = tokens[:len(tokens)-1]
+			}
+		}
+		return false
+	}
+	if !find(doc) {
+		return ""
+	}
+	return pointer(tokens) + ": "
 }
 
 // trimLocation takes the compiler's name for the document out of a message,
