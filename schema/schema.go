@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,6 +191,12 @@ func compileError(err error, doc any) error {
 			parts := make([]string, len(vs))
 			for i, v := range vs {
 				at := v.Pointer
+				if at == "" && strings.HasPrefix(v.Message, "must be a valid regex") {
+					// The metaschema checks the names of
+					// patternProperties and the library loses their
+					// place; find it.
+					at = badPatternPlace(doc)
+				}
 				if at == "" {
 					at = "(root)"
 				}
@@ -223,12 +231,7 @@ func refPlace(doc any, ref string) string {
 				tokens = append(tokens, "$ref")
 				return true
 			}
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				tokens = append(tokens, k)
 				if find(x[k]) {
 					return true
@@ -250,6 +253,46 @@ func refPlace(doc any, ref string) string {
 		return ""
 	}
 	return pointer(tokens) + ": "
+}
+
+// badPatternPlace returns the JSON pointer of the first name of a
+// patternProperties in doc that is not a regular expression, or "".
+func badPatternPlace(doc any) string {
+	var tokens []string
+	var find func(v any) bool
+	find = func(v any) bool {
+		switch x := v.(type) {
+		case map[string]any:
+			if pp, ok := x["patternProperties"].(map[string]any); ok {
+				for _, name := range slices.Sorted(maps.Keys(pp)) {
+					if _, err := regexp.Compile(name); err != nil {
+						tokens = append(tokens, "patternProperties", name)
+						return true
+					}
+				}
+			}
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				tokens = append(tokens, k)
+				if find(x[k]) {
+					return true
+				}
+				tokens = tokens[:len(tokens)-1]
+			}
+		case []any:
+			for i, e := range x {
+				tokens = append(tokens, strconv.Itoa(i))
+				if find(e) {
+					return true
+				}
+				tokens = tokens[:len(tokens)-1]
+			}
+		}
+		return false
+	}
+	if !find(doc) {
+		return ""
+	}
+	return pointer(tokens)
 }
 
 // trimLocation takes the compiler's name for the document out of a message,
