@@ -20,7 +20,8 @@ import (
 // or a schema it finds invalid) Prepare compiles at once, so that an invalid
 // schema is refused at registration with the compiler's own message. Like
 // the quick checker of arguments (fast.go), the check may be unsure but must
-// never accept what the compiler refuses; a fuzz test holds it to that.
+// never accept what the compiler refuses; a differential test over every
+// keyword it knows and a fuzz test hold it to that.
 
 // Prepare checks raw as [Compile] does, refusing what Compile refuses with
 // the same error, and returns its Schema, which may compile itself at its
