@@ -236,6 +236,15 @@ func (r *Runtime) compile(ctx context.Context, b []byte) (wazero.CompiledModule,
 			c.err = checkCommand(c.mod)
 		}
 	})
+	if c.err != nil && ctx.Err() != nil {
+		// A compilation cut short says nothing of the module: the next
+		// load compiles it again.
+		r.mu.Lock()
+		if r.mods[sum] == c {
+			delete(r.mods, sum)
+		}
+		r.mu.Unlock()
+	}
 	return c.mod, c.err
 }
 

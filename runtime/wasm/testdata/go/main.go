@@ -160,6 +160,11 @@ func main() {
 					keep = append(keep, b)
 				}
 			}),
+		sdk.Func(sdk.Definition{Name: "nap", Summary: "Sleep for an hour in one go."},
+			func(_ context.Context, _ struct{}) (string, error) {
+				time.Sleep(time.Hour)
+				return "rested", nil
+			}),
 		sdk.Func(sdk.Definition{Name: "spin", Summary: "Loop without end, never calling the host."},
 			func(_ context.Context, _ struct{}) (string, error) {
 				n := 0
