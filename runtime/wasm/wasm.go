@@ -49,6 +49,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lathe-tools/lathe/host"
+	"github.com/lathe-tools/lathe/host/scope"
 	"github.com/lathe-tools/lathe/internal/statedir"
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
@@ -355,11 +356,43 @@ func (r *Runtime) Load(ctx context.Context, path string, opts Options) (*Module,
 	if len(mod.ImportedMemories()) > 0 {
 		return nil, fmt.Errorf("%s is %w: it imports its memory", path, ErrNotWASI)
 	}
+	if opts.Host != nil {
+		if err := selfWritable(path, opts.Host); err != nil {
+			return nil, err
+		}
+	}
 	m := &Module{r: r, path: path, mod: mod, opts: opts}
 	if opts.Host != nil {
 		m.mounts = mounts(opts.Workspace, opts.Perms)
 	}
 	return m, nil
+}
+
+// selfWritable refuses a module that lies in its own write scope: through
+// WASI or the host API it could rewrite itself, and the next lathe would
+// run (and believe the self-description of) what it wrote.
+func selfWritable(path string, h *host.Host) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil // readModule has read it; a link gone since is no write scope
+	}
+	ws := h.Workspace()
+	rel, ok := strings.CutPrefix(real, ws+string(filepath.Separator))
+	if !ok {
+		return nil
+	}
+	rel = filepath.ToSlash(rel)
+	for _, w := range h.Permissions().Write {
+		if w == ws {
+			w = "."
+		} else if r, ok := strings.CutPrefix(w, ws+"/"); ok {
+			w = r
+		}
+		if pat, err := scope.CompilePath(w); err == nil && pat.Match(rel) {
+			return fmt.Errorf("the module %s lies in its own write scope (write = %q), so it could rewrite itself; keep it out of write", rel, w)
+		}
+	}
+	return nil
 }
 
 // readModule reads a module file, refusing what is not WASM at all with a
