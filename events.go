@@ -512,6 +512,13 @@ func (inv *Invocation) Emit(ev Event) {
 	if ev.Kind.bit() == 0 {
 		return
 	}
+	if ev.Operation != nil {
+		// An approval about an operation names it as RecordOperation
+		// would: without the secrets a URL may carry.
+		op := *ev.Operation
+		op.Subject, op.Reason, op.Error = scrubURLs(op.Subject), scrubURLs(op.Reason), scrubURLs(op.Error)
+		ev.Operation = &op
+	}
 	inv.trace.emit(ev)
 }
 
