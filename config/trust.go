@@ -186,6 +186,9 @@ func (c *Config) Split() (*Config, []Widening) {
 			continue
 		}
 		what := "tool = " + quote(r.Tool)
+		if r.Operation != "" {
+			what += ", operation = " + quote(string(r.Operation))
+		}
 		if r.Args != "" {
 			what += ", args = " + quote(r.Args)
 		}
