@@ -5,7 +5,9 @@
 // A call is written twice: a row marked started before anything runs, and
 // the same row completed when the call ends. A process that dies in the
 // middle of a call leaves its row started, which [Store.List] reports as
-// incomplete: a record is never lost. The database runs in WAL mode, so
+// incomplete: a record is never lost. The host operations a confined tool
+// asked for during the call ([Operation]) are written with its end, in the
+// same transaction, one row each. The database runs in WAL mode, so
 // that `lathe audit` reads while a server writes; each Store writes through
 // one goroutine (see [Store]), and several processes may share the file.
 package audit
@@ -73,6 +75,12 @@ type Record struct {
 	ResultBytes int           `json:"result_bytes"`
 	// PID is the process that made the call.
 	PID int `json:"pid"`
+	// Operations are what the call's tool asked lathe's host to do, in
+	// order ([Operation]); [Store.List] fills them in when its filter asks.
+	Operations []Operation `json:"operations,omitempty"`
+	// OperationsDropped counts the operations the engine did not keep
+	// (past [lathe.MaxOperations]).
+	OperationsDropped int `json:"operations_dropped,omitempty"`
 }
 
 // Store is an open audit database. Its methods are safe for concurrent use.
@@ -107,6 +115,9 @@ type Store struct {
 type op struct {
 	run  func(w *writer) error
 	errc chan error
+	// multi says the write is several statements, which must commit
+	// together even when nothing is queued beside it.
+	multi bool
 }
 
 // writer is the write connection and its prepared statements; only the
@@ -114,6 +125,7 @@ type op struct {
 type writer struct {
 	conn          *sql.Conn
 	start, finish *sql.Stmt
+	ops           opStmts
 }
 
 const (
@@ -235,6 +247,10 @@ func newWriter(wdb *sql.DB) (*writer, error) {
 		w.close()
 		return nil, err
 	}
+	if err := w.ops.prepare(ctx, conn); err != nil {
+		w.close()
+		return nil, err
+	}
 	if w.start, err = conn.PrepareContext(ctx,
 		`INSERT INTO calls (call_id, time_ns, tool, arguments, status, args_bytes, pid) VALUES (?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		w.close()
@@ -255,6 +271,7 @@ func (w *writer) close() {
 			st.Close()
 		}
 	}
+	w.ops.close()
 	w.conn.Close()
 }
 
@@ -287,7 +304,7 @@ func (s *Store) write(w *writer) {
 // tried again in a transaction of its own, so that one bad write does not
 // cost the others their records.
 func (w *writer) commit(batch []*op) {
-	if len(batch) == 1 {
+	if len(batch) == 1 && !batch[0].multi {
 		// Every write is one statement, which SQLite commits on its own;
 		// BEGIN and COMMIT would only add two round trips.
 		batch[0].errc <- batch[0].run(w)
@@ -334,7 +351,10 @@ func (w *writer) tx(f func() error) error {
 // do queues a write and waits until it is committed. A full queue makes it
 // wait: records are never dropped to keep up.
 func (s *Store) do(run func(w *writer) error) error {
-	o := &op{run: run, errc: make(chan error, 1)}
+	return s.doOp(&op{run: run, errc: make(chan error, 1)})
+}
+
+func (s *Store) doOp(o *op) error {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -390,16 +410,20 @@ func (s *Store) Start(ctx context.Context, r *Record) (int64, error) {
 	return id, nil
 }
 
-// Finish completes the record id with r's decision and outcome, and returns
-// once that is committed. It runs even when ctx was cancelled: a cancelled
-// call is still recorded.
+// Finish completes the record id with r's decision and outcome, and its
+// operations, and returns once that is committed, all in one transaction.
+// It runs even when ctx was cancelled: a cancelled call is still recorded.
 func (s *Store) Finish(ctx context.Context, id int64, r *Record) error {
 	defer s.open.Add(-1)
-	return s.do(func(w *writer) error {
-		_, err := w.finish.Exec(r.Decision, r.DecidedBy, r.Reason, StatusDone, r.Outcome, int64(r.Duration),
-			r.ResultBytes, id)
-		return err
-	})
+	return s.doOp(&op{errc: make(chan error, 1), multi: len(r.Operations) > 0 || r.OperationsDropped > 0,
+		run: func(w *writer) error {
+			_, err := w.finish.Exec(r.Decision, r.DecidedBy, r.Reason, StatusDone, r.Outcome, int64(r.Duration),
+				r.ResultBytes, id)
+			if err != nil {
+				return err
+			}
+			return w.ops.writeOperations(id, r)
+		}})
 }
 
 // Filter selects records. Zero fields select everything.
@@ -414,6 +438,8 @@ type Filter struct {
 	Since time.Time
 	// Limit keeps the newest Limit records; zero means 100, negative all.
 	Limit int
+	// Operations fills in each record's operations.
+	Operations bool
 }
 
 // List returns the records that fit f, oldest first.
@@ -442,7 +468,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 		args = append(args, f.Since.UnixNano())
 	}
 	q := `SELECT id, call_id, time_ns, tool, arguments, decision, decided_by, reason, status, outcome, duration_ns,
-		args_bytes, result_bytes, pid FROM calls`
+		args_bytes, result_bytes, pid, operations_dropped FROM calls`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -463,7 +489,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 		var r Record
 		var t, d int64
 		if err := rows.Scan(&r.ID, &r.CallID, &t, &r.Tool, &r.Arguments, &r.Decision, &r.DecidedBy, &r.Reason,
-			&r.Status, &r.Outcome, &d, &r.ArgsBytes, &r.ResultBytes, &r.PID); err != nil {
+			&r.Status, &r.Outcome, &d, &r.ArgsBytes, &r.ResultBytes, &r.PID, &r.OperationsDropped); err != nil {
 			return nil, fmt.Errorf("audit: %w", err)
 		}
 		r.Time = time.Unix(0, t).UTC()
@@ -477,6 +503,11 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	// Oldest first, as a log reads.
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]
+	}
+	if f.Operations && len(out) > 0 {
+		if err := s.listOperations(ctx, out); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
