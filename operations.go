@@ -126,6 +126,11 @@ func (l *opLog) add(op Operation) bool {
 	case len(l.ops) >= MaxOperations:
 		l.dropped++
 	default:
+		if l.ops == nil {
+			// Room for a typical tool's operations at once, rather than
+			// growing one by one through copies.
+			l.ops = make([]Operation, 0, 16)
+		}
 		l.ops = append(l.ops, op)
 	}
 	return true

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lathe-tools/lathe"
@@ -87,39 +88,69 @@ func migrate(ctx context.Context, conn *sql.Conn) error {
 	return err
 }
 
+// opRows is how many operations one INSERT writes: a statement costs the
+// driver far more than a row, so a call's operations go in as few
+// statements as the parameter limit allows (11 per row).
+const opRows = 64
+
 // opStmts are the writer's statements for operations.
 type opStmts struct {
-	insertOp, dropped *sql.Stmt
+	conn    *sql.Conn
+	insert  map[int]*sql.Stmt // by rows per statement, prepared when first needed
+	dropped *sql.Stmt
 }
 
 func (o *opStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 	if err := migrate(ctx, conn); err != nil {
 		return err
 	}
+	o.conn, o.insert = conn, map[int]*sql.Stmt{}
 	var err error
-	if o.insertOp, err = conn.PrepareContext(ctx, `INSERT INTO operations (call, seq, kind, subject, approval,
-		decided_by, reason, error, bytes, time_ns, duration_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
-		return err
-	}
 	o.dropped, err = conn.PrepareContext(ctx, `UPDATE calls SET operations_dropped = ? WHERE id = ?`)
 	return err
 }
 
 func (o *opStmts) close() {
-	for _, st := range []*sql.Stmt{o.insertOp, o.dropped} {
-		if st != nil {
-			st.Close()
-		}
+	for _, st := range o.insert {
+		st.Close()
 	}
+	if o.dropped != nil {
+		o.dropped.Close()
+	}
+}
+
+// insertOf returns the statement that inserts n operations.
+func (o *opStmts) insertOf(n int) (*sql.Stmt, error) {
+	if st := o.insert[n]; st != nil {
+		return st, nil
+	}
+	q := `INSERT INTO operations (call, seq, kind, subject, approval, decided_by, reason, error, bytes, time_ns,
+		duration_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", n-1)
+	st, err := o.conn.PrepareContext(context.Background(), q)
+	if err != nil {
+		return nil, err
+	}
+	o.insert[n] = st
+	return st, nil
 }
 
 // writeOperations writes the operations of the call of row id. It runs in
 // the transaction of the call's end.
 func (o *opStmts) writeOperations(id int64, r *Record) error {
-	for i := range r.Operations {
-		op := &r.Operations[i]
-		if _, err := o.insertOp.Exec(id, i, op.Kind, op.Subject, op.Approval, op.DecidedBy, op.Reason, op.Error,
-			op.Bytes, op.Time.UnixNano(), int64(op.Duration)); err != nil {
+	args := make([]any, 0, 11*min(opRows, len(r.Operations)))
+	for start := 0; start < len(r.Operations); start += opRows {
+		part := r.Operations[start:min(start+opRows, len(r.Operations))]
+		args = args[:0]
+		for i := range part {
+			op := &part[i]
+			args = append(args, id, start+i, op.Kind, op.Subject, op.Approval, op.DecidedBy, op.Reason, op.Error,
+				op.Bytes, op.Time.UnixNano(), int64(op.Duration))
+		}
+		st, err := o.insertOf(len(part))
+		if err != nil {
+			return err
+		}
+		if _, err := st.Exec(args...); err != nil {
 			return err
 		}
 	}
@@ -136,7 +167,7 @@ func operations(ops []lathe.Operation, r *Redactor) []Operation {
 		return nil
 	}
 	if r == nil {
-		r, _ = NewRedactor(nil, nil)
+		r = defaultRedactor()
 	}
 	out := make([]Operation, len(ops))
 	for i, op := range ops {
@@ -150,6 +181,12 @@ func operations(ops []lathe.Operation, r *Redactor) []Operation {
 	}
 	return out
 }
+
+// defaultRedactor applies the default rules alone, compiled once.
+var defaultRedactor = sync.OnceValue(func() *Redactor {
+	r, _ := NewRedactor(nil, nil)
+	return r
+})
 
 // redactEnv keeps whether there was a message, not the message.
 func redactEnv(s string) string {
