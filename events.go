@@ -52,7 +52,9 @@ const (
 // delivers it. Kind says which of the fields below it sets. Events carry
 // names, numbers and verdicts, never a call's arguments or the content of
 // its result, so that a subscriber which exports them (metrics, traces)
-// cannot leak what a tool read or wrote.
+// cannot leak what a tool read or wrote. An operation's subject names what
+// a confined tool touched (a path, a URL without its userinfo and query
+// values, a command line, a variable's name), never the content.
 //
 // An event's slices and pointers are shared by every subscriber: read them,
 // do not change them.

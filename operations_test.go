@@ -260,3 +260,31 @@ func TestOperationEventsRedactURLs(t *testing.T) {
 		}
 	}
 }
+
+// A confined tool's host records what it does for the tool with
+// RecordOperation; an outer stage (the audit log's) reads the call's
+// operations once it is over.
+func ExampleRecordOperation() {
+	var ops []lathe.Operation
+	e := lathe.New(lathe.Options{Outer: []lathe.Middleware{func(next lathe.Handler) lathe.Handler {
+		return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
+			out, err := next(ctx, inv)
+			ops = inv.Operations()
+			return out, err
+		}
+	}}})
+	defer e.Close()
+	e.Register(builtin.Must(builtin.Func(tool.Definition{Name: "fetch"},
+		func(ctx context.Context, _ struct{}) (string, error) {
+			// What package host does for each request of the tool.
+			lathe.RecordOperation(ctx, lathe.Operation{Kind: "fetch", Approval: "allow", By: "permissions",
+				Subject: "https://api.example.com/v1/items?token=s3cr3t&page=2", Bytes: 512})
+			return "fetched", nil
+		})))
+	e.Call(context.Background(), &tool.Call{Name: "fetch", Arguments: []byte(`{}`)})
+	for _, op := range ops {
+		fmt.Println(op.Kind, op.Subject, op.Approval, op.Bytes)
+	}
+	// Output:
+	// fetch https://api.example.com/v1/items?token=[redacted]&page=[redacted] allow 512
+}

@@ -20,6 +20,14 @@
 //  4. With neither, the tool's annotations decide: a read-only tool is
 //     allowed, any other tool (destructive, or of unknown effects) asks.
 //
+// Rules with an Operation are about the host operations of a confined
+// tool's running call (a file read, a URL fetched, a command run), not
+// about calls: [Policy.DecideOperation] weighs them, with the same order
+// of precedence but no defaults (an operation no rule names is allowed,
+// the tool's permissions having narrowed it already), and [CheckOperation]
+// settles them for the call running in a context, asking where a rule says
+// ask.
+//
 // The annotations are what the tool's definition says when it reaches the
 // policy; a caller that does not trust a tool's own word (an upstream
 // server's) adjusts them before the tool is registered, as package config
