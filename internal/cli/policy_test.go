@@ -42,7 +42,7 @@ func TestApprover(t *testing.T) {
 // arguments: the person approves what the running tool wants to do.
 func TestApproverOfAnOperation(t *testing.T) {
 	req := &policy.Request{Tool: &tool.Definition{Name: "scrape"}, Arguments: "fetch https://api.example.com/v1",
-		Reason: "the rule tool=\"*\" operation=\"fetch\" approval=\"ask\"",
+		Reason:    "the rule tool=\"*\" operation=\"fetch\" approval=\"ask\"",
 		Operation: &policy.OperationRequest{Kind: "fetch", Subject: "https://api.example.com/v1"}}
 	var out strings.Builder
 	got, err := newApprover(strings.NewReader("o\n"), &out).Approve(context.Background(), req)
