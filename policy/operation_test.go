@@ -379,3 +379,42 @@ func hasKind(evs []lathe.Event, k lathe.EventKind) bool {
 	}
 	return false
 }
+
+// Cancelling the call ends the wait for an operation's approval at once.
+func TestOperationAskEndsWithCancellation(t *testing.T) {
+	asked := make(chan struct{})
+	approver := policy.ApproverFunc(func(ctx context.Context, r *policy.Request) (policy.Answer, error) {
+		close(asked)
+		<-ctx.Done()
+		return policy.Answer{Verdict: policy.AllowOnce}, nil
+	})
+	p := &policy.Policy{Rules: []policy.Rule{{Tool: "*", Operation: "run", Approval: policy.Ask}}}
+	e, h := hostEngine(t, p, policy.Options{Approver: approver}, time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-asked:
+		case <-time.After(10 * time.Second):
+		}
+		cancel()
+	}()
+	start := time.Now()
+	out := e.Call(ctx, &tool.Call{Name: "confined", Arguments: opsArgs("run", "make deploy")})
+	if el := time.Since(start); el > 10*time.Second {
+		t.Fatalf("the call took %s; the ask outlived its cancellation", el)
+	}
+	if out.Result.ErrorKind != tool.KindCancelled {
+		t.Errorf("outcome %s %s, want cancelled", out.Result.ErrorKind, out.Result.Text())
+	}
+	// The engine returns at the cancellation; the tool hears its denial
+	// on its own goroutine just after.
+	deadline := time.Now().Add(10 * time.Second)
+	done, errs := h.snapshot()
+	for len(done)+len(errs) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+		done, errs = h.snapshot()
+	}
+	if len(done) != 0 || len(errs) != 1 || !strings.Contains(errs[0].Error(), "cancelled") {
+		t.Errorf("done = %v, errors = %v; want the run denied by the cancellation", done, errs)
+	}
+}
