@@ -115,9 +115,6 @@ type Store struct {
 type op struct {
 	run  func(w *writer) error
 	errc chan error
-	// multi says the write is several statements, which must commit
-	// together even when nothing is queued beside it.
-	multi bool
 }
 
 // writer is the write connection and its prepared statements; only the
@@ -126,6 +123,7 @@ type writer struct {
 	conn          *sql.Conn
 	start, finish *sql.Stmt
 	ops           opStmts
+	inTx          bool // within tx: a write of several statements need not open its own
 }
 
 const (
@@ -304,7 +302,7 @@ func (s *Store) write(w *writer) {
 // tried again in a transaction of its own, so that one bad write does not
 // cost the others their records.
 func (w *writer) commit(batch []*op) {
-	if len(batch) == 1 && !batch[0].multi {
+	if len(batch) == 1 {
 		// Every write is one statement, which SQLite commits on its own;
 		// BEGIN and COMMIT would only add two round trips.
 		batch[0].errc <- batch[0].run(w)
@@ -337,6 +335,8 @@ func (w *writer) tx(f func() error) error {
 	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
+	w.inTx = true
+	defer func() { w.inTx = false }()
 	if err := f(); err != nil {
 		w.conn.ExecContext(ctx, "ROLLBACK")
 		return err
@@ -351,10 +351,7 @@ func (w *writer) tx(f func() error) error {
 // do queues a write and waits until it is committed. A full queue makes it
 // wait: records are never dropped to keep up.
 func (s *Store) do(run func(w *writer) error) error {
-	return s.doOp(&op{run: run, errc: make(chan error, 1)})
-}
-
-func (s *Store) doOp(o *op) error {
+	o := &op{run: run, errc: make(chan error, 1)}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -415,15 +412,16 @@ func (s *Store) Start(ctx context.Context, r *Record) (int64, error) {
 // It runs even when ctx was cancelled: a cancelled call is still recorded.
 func (s *Store) Finish(ctx context.Context, id int64, r *Record) error {
 	defer s.open.Add(-1)
-	return s.doOp(&op{errc: make(chan error, 1), multi: len(r.Operations) > 0 || r.OperationsDropped > 0,
-		run: func(w *writer) error {
+	return s.do(func(w *writer) error {
+		return w.atomic(len(r.Operations) > 0 || r.OperationsDropped > 0, func() error {
 			_, err := w.finish.Exec(r.Decision, r.DecidedBy, r.Reason, StatusDone, r.Outcome, int64(r.Duration),
 				r.ResultBytes, id)
 			if err != nil {
 				return err
 			}
 			return w.ops.writeOperations(id, r)
-		}})
+		})
+	})
 }
 
 // Filter selects records. Zero fields select everything.

@@ -161,6 +161,17 @@ func (o *opStmts) writeOperations(id int64, r *Record) error {
 	return nil
 }
 
+// atomic runs f, a write of several statements when several is true, so
+// that they commit together: in the transaction the write is part of, or
+// in one of its own when it runs alone (a single write is committed by
+// SQLite statement by statement).
+func (w *writer) atomic(several bool, f func() error) error {
+	if !several || w.inTx {
+		return f()
+	}
+	return w.tx(f)
+}
+
 // operations turns a call's operations into records, redacted.
 func operations(ops []lathe.Operation, r *Redactor) []Operation {
 	if len(ops) == 0 {
