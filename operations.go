@@ -197,7 +197,10 @@ func scrubURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		scheme, rest, _ := strings.Cut(raw, "://")
-		host, _, _ := strings.Cut(rest, "/")
+		host := rest
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			host = rest[:i]
+		}
 		if at := strings.LastIndexByte(host, '@'); at >= 0 {
 			host = redacted + "@" + host[at+1:]
 		}
