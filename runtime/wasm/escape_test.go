@@ -236,6 +236,18 @@ func TestEscapeLongSleep(t *testing.T) {
 	}
 }
 
+// A module that sends host requests without reading their answers is
+// stopped before their answers fill lathe's memory.
+func TestEscapeHostFlood(t *testing.T) {
+	ws := t.TempDir()
+	write(t, filepath.Join(ws, "big"), strings.Repeat("x", 1<<20))
+	flood := guestTool(t, "flood", wasm.Options{Workspace: ws, Perms: host.Permissions{Read: []string{"big"}}}, nil)
+	out := call(t, flood, map[string]any{"path": "big"})
+	if out.Result == nil || out.Result.ErrorKind != tool.KindRuntimeFailure || !strings.Contains(text(out), "without reading their answers") {
+		t.Errorf("a flood of host requests: %s, want a runtime failure saying so", text(out))
+	}
+}
+
 // Standard output is capped: past it, the module is stopped.
 func TestEscapeOutputCap(t *testing.T) {
 	huge := guestTool(t, "huge", wasm.Options{Workspace: t.TempDir(), MaxOutputBytes: 1 << 20}, allowAll)

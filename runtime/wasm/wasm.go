@@ -688,6 +688,9 @@ func (m *Module) run(ctx context.Context, def *tool.Definition, action protocol.
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
+	case io.flooded:
+		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
+			Message: fmt.Sprintf("the tool sent host requests without reading their answers (over %d MiB of them) and was stopped", maxPendingInput>>20)}
 	case io.overflow:
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
 			Message: fmt.Sprintf("the tool wrote more than %d bytes to standard output and was stopped", m.opts.MaxOutputBytes),
