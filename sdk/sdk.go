@@ -33,6 +33,13 @@
 // answer, and then Ask returns it. [Root], [CallID] and [Options] give the
 // rest of the request's context.
 //
+// A VFS tool (runtime = "vfs" in lathe.toml) runs confined, with no
+// workspace, network or environment of its own, and asks lathe for what it
+// needs through [Host]: files, URLs, commands, variables, logs, progress
+// and questions, each checked against the tool's permissions. The same
+// source built with GOOS=wasip1 GOARCH=wasm is a WASM tool that reaches the
+// host the same way.
+//
 // [Serve] handles every action of the protocol and exits; [Handle] serves
 // one request between any reader and writer, for tests.
 package sdk
@@ -169,14 +176,28 @@ func Serve(tools ...Tool) {
 // answer to out. It returns an error only when the request cannot be read
 // or the answer cannot be written; everything else, including a panic in a
 // tool, is an answer.
+//
+// The request is the first JSON value of in; Handle reads no further
+// itself. When the request offers the host API (a VFS or WASM tool's
+// does), the rest of in carries the host's responses and out its requests
+// as well as the answer: see [Host].
 func Handle(ctx context.Context, in io.Reader, out io.Writer, tools ...Tool) error {
-	b, err := io.ReadAll(in)
-	if err != nil {
-		return fmt.Errorf("reading the request: %w", err)
-	}
+	// One value, not all of in: a VFS tool's standard input stays open for
+	// the host's responses.
+	dec := json.NewDecoder(in)
 	var req protocol.Request
-	if err := json.Unmarshal(b, &req); err != nil {
+	if err := dec.Decode(&req); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errors.New("standard input is empty")
+		}
 		return fmt.Errorf("this is a lathe tool: it reads one protocol request (JSON) on standard input, and %w", err)
+	}
+	w := &lineWriter{w: out}
+	var err error
+	if req.Context.Host >= 1 {
+		hc := newHostClient(io.MultiReader(dec.Buffered(), in), w)
+		defer hc.close()
+		ctx = context.WithValue(ctx, hostKey{}, hc)
 	}
 	var ans any
 	switch {
@@ -196,9 +217,7 @@ func Handle(ctx context.Context, in io.Reader, out io.Writer, tools ...Tool) err
 	default:
 		ans = handle(ctx, &req, tools)
 	}
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(ans); err != nil {
+	if err := w.encode(ans); err != nil {
 		return fmt.Errorf("writing the answer: %w", err)
 	}
 	return nil
