@@ -11,6 +11,7 @@ import (
 
 	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/runtime/process"
+	"github.com/lathe-tools/lathe/runtime/process/protocol"
 )
 
 // JSON-RPC's own error codes that the connection answers with.
@@ -39,7 +40,10 @@ type conn struct {
 	mu      sync.Mutex
 	proc    *process.Proc // nil until Start has returned
 	failure error         // set once: why the call fails
-	ended   bool
+	ended   bool          // the session has ended: no request runs
+	// answer is the first line of output that is a protocol answer; it
+	// ends the call.
+	answer []byte
 
 	wmu sync.Mutex // one response line at a time
 	in  *os.File
@@ -157,14 +161,42 @@ func (c *conn) handle(line []byte) {
 	c.output(line)
 }
 
-// output keeps a line that is not a request, within the output limit.
+// output keeps a line that is not a request, within the output limit. The
+// first line that is a protocol answer ends the call: the session ends, so
+// that nothing the tool asks afterwards runs, and the process is killed,
+// with whatever it left running and holding its output.
 func (c *conn) output(line []byte) {
+	if c.answer != nil {
+		return // past the answer nothing counts
+	}
 	if len(c.rest)+len(line)+1 > c.maxOut {
 		c.rest = nil
 		c.fail(fmt.Errorf("the tool wrote more than %d bytes to standard output: %w", c.maxOut, process.ErrOutputLimit))
 		return
 	}
 	c.rest = append(append(c.rest, line...), '\n')
+	if _, ok, _ := protocol.ParseAnswer(line); ok {
+		c.answer = bytes.TrimSpace(c.rest[len(c.rest)-len(line)-1:])
+		c.endSession()
+		c.mu.Lock()
+		if c.proc != nil {
+			c.proc.Kill()
+		}
+		c.mu.Unlock()
+	}
+}
+
+// endSession ends the host session, once: from here on every request gets
+// CodeEnded without running, and the requests in flight are cancelled.
+func (c *conn) endSession() {
+	c.mu.Lock()
+	was := c.ended
+	c.ended = true
+	c.mu.Unlock()
+	if !was && c.sess != nil {
+		c.sess.End()
+	}
+	c.cancel()
 }
 
 // validID reports whether id is one JSON-RPC allows: a string, a number
@@ -193,6 +225,13 @@ func (c *conn) request(version string, id json.RawMessage, method string, params
 		c.respond(id, nil, &host.Error{Code: codeInvalidRequest, Message: `invalid request: want "jsonrpc": "2.0" and a method`})
 		return
 	}
+	c.mu.Lock()
+	ended := c.ended
+	c.mu.Unlock()
+	if ended {
+		c.respond(id, nil, &host.Error{Code: host.CodeEnded, Message: "the call has ended"})
+		return
+	}
 	select {
 	case c.pending <- struct{}{}:
 	case <-c.ctx.Done():
@@ -200,7 +239,7 @@ func (c *conn) request(version string, id json.RawMessage, method string, params
 		return
 	}
 	c.mu.Lock()
-	ended := c.ended
+	ended = c.ended
 	if !ended {
 		c.wg.Add(1)
 	}
@@ -256,13 +295,7 @@ func (c *conn) respond(id, res json.RawMessage, err error) {
 // after it; the requests in flight are cancelled and waited for; the
 // process's standard input is closed.
 func (c *conn) end() {
-	c.mu.Lock()
-	c.ended = true
-	c.mu.Unlock()
-	if c.sess != nil {
-		c.sess.End()
-	}
-	c.cancel()
+	c.endSession()
 	// A response being written to a process that reads nothing holds wmu:
 	// closing the pipe first lets that write fail.
 	c.in.Close()

@@ -396,6 +396,7 @@ func (r *Runtime) sandbox(c *exec.Cmd) (func(), error) {
 // result is what one run of a tool left behind.
 type result struct {
 	rest   []byte // standard output that was not a host request
+	answer []byte // the line of rest that is the answer, if one is
 	stderr []byte // its tail
 	state  *os.ProcessState
 }
@@ -459,11 +460,14 @@ func (r *Runtime) run(ctx context.Context, def *tool.Definition, req []byte, h *
 	c.flush()
 	c.end()
 
-	res := &result{rest: c.rest, stderr: errTail.bytes(), state: state}
+	res := &result{rest: c.rest, answer: c.answer, stderr: errTail.bytes(), state: state}
 	if len(res.stderr) > 0 {
 		r.log(ctx, def, res)
 	}
 	switch {
+	case c.answer != nil && c.failure == nil:
+		// The tool answered: the call is over, whenever the kill that
+		// followed reached its process.
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case c.failure != nil:
@@ -488,20 +492,16 @@ func (r *Runtime) log(ctx context.Context, def *tool.Definition, res *result) {
 		slog.String("exit", res.exitText()), slog.String("stderr", string(res.stderr)))
 }
 
-// outcome reads the tool's answer: the last line of its output (less its
-// host requests) that is a protocol answer, else the whole of that output
-// as a process tool's is read (an answer over several lines, or plain text
-// from a tool that exited with status 0).
+// outcome reads the tool's answer: the line of its output that was a
+// protocol answer, else the whole of its output (less its host requests)
+// as a process tool's is read: an answer over several lines, or plain text
+// from a tool that exited with status 0.
 func (res *result) outcome(def *tool.Definition) (*tool.Outcome, error) {
 	out := bytes.TrimRight(res.rest, " \t\r\n")
-	last := out
-	if i := bytes.LastIndexByte(out, '\n'); i >= 0 {
-		last = out[i+1:]
+	if res.answer != nil {
+		out = res.answer
 	}
-	ans, ok, err := protocol.ParseAnswer(last)
-	if !ok && err == nil {
-		ans, ok, err = protocol.ParseAnswer(out)
-	}
+	ans, ok, err := protocol.ParseAnswer(out)
 	if err == nil && ok {
 		var o *tool.Outcome
 		if o, err = ans.Outcome(); err == nil {
@@ -512,7 +512,7 @@ func (res *result) outcome(def *tool.Definition) (*tool.Outcome, error) {
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "decode",
 			Message: "the tool's answer breaks protocol v1: " + err.Error() + stderrNote(res.stderr)}
 	}
-	if res.state.Success() {
+	if res.state != nil && res.state.Success() {
 		return &tool.Outcome{Result: tool.TextResult(text(out))}, nil
 	}
 	return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",

@@ -1,0 +1,222 @@
+package vfs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/host"
+	"github.com/lathe-tools/lathe/runtime/process"
+	"github.com/lathe-tools/lathe/runtime/process/protocol"
+	"github.com/lathe-tools/lathe/runtime/vfs"
+	"github.com/lathe-tools/lathe/runtimetest"
+	"github.com/lathe-tools/lathe/sandbox"
+	"github.com/lathe-tools/lathe/sdk"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == toolArg {
+		sdk.Serve(vfsTools()...)
+	}
+	if len(os.Args) > 2 && os.Args[1] == childArg {
+		lingerMain()
+		os.Exit(0)
+	}
+	// A binary built with -race sleeps a second before it exits, unless
+	// told not to; the tool reads GORACE, which it alone is let through.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	vfs.PassEnvForTests("GORACE")
+	goleak.VerifyTestMain(m)
+}
+
+// goCommand runs the test binary as the Go tool, from workspace ws.
+func goCommand(ws string) process.Command {
+	return process.Command{Argv: []string{os.Args[0], toolArg}, Dir: ws}
+}
+
+// testOpts are the options of the tests' tools. The process limit is off:
+// under the standard profile RLIMIT_NPROC counts the threads of every run
+// of one sandbox shape together, and the suite's concurrent calls of a Go
+// tool, a dozen threads each, pass the default 256 and fail to start a
+// thread.
+var testOpts = vfs.Options{MaxOutputBytes: 1 << 20, GracePeriod: time.Second,
+	Sandbox: sandbox.Config{Limits: sandbox.Limits{Processes: -1}}}
+
+// requireStandard skips where the standard sandbox cannot run here, after
+// checking that a VFS tool then fails rather than run unconfined.
+func requireStandard(t *testing.T) {
+	t.Helper()
+	standardOnce.Do(func() {
+		ws, err := os.MkdirTemp("", "lathe-vfs")
+		if err != nil {
+			standardSkip = err.Error()
+			return
+		}
+		defer os.RemoveAll(ws)
+		cleanup, err := sandbox.Config{Workspace: ws}.Wrap(exec.Command("/bin/true"))
+		cleanup()
+		if errors.Is(err, sandbox.ErrUnavailable) {
+			standardSkip = "the standard sandbox is not available here: " + err.Error()
+		}
+	})
+	if standardSkip != "" {
+		t.Skip(standardSkip)
+	}
+}
+
+var (
+	standardOnce sync.Once
+	standardSkip string
+)
+
+// schemas describes the Go tool once per test binary, confined as its
+// calls are: discovery runs under the same sandbox.
+var schemas = sync.OnceValues(func() ([]protocol.ToolSchema, error) {
+	ws, err := os.MkdirTemp("", "lathe-vfs-describe")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(ws)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return vfs.Describe(ctx, goCommand(ws), testOpts)
+})
+
+// newTool returns the Go tool name as a VFS tool of workspace ws with the
+// host permissions perms.
+func newTool(t *testing.T, cmd process.Command, name string, perms host.Permissions, opts vfs.Options) tool.Tool {
+	t.Helper()
+	s, err := schemas()
+	if err != nil {
+		t.Fatalf("describing the tool: %v", err)
+	}
+	h, err := host.New(host.Config{Tool: name, Workspace: cmd.Dir, Perms: perms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Tool = name
+	rt, err := vfs.New(cmd, h, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range s {
+		if d.Name == name {
+			return tool.Tool{Runtime: rt, Definition: tool.Definition{Name: name, Summary: d.Summary,
+				InputSchema: d.Parameters, Source: "local", Runtime: vfs.RuntimeName}}
+		}
+	}
+	t.Fatalf("the binary does not describe %q", name)
+	return tool.Tool{}
+}
+
+// engineWith registers tl in an engine closed with the test.
+func engineWith(t *testing.T, tl ...tool.Tool) *lathe.Engine {
+	t.Helper()
+	e := lathe.New(lathe.Options{})
+	t.Cleanup(func() { e.Close() })
+	if err := e.Register(tl...); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// callJSON calls name with args and returns the structured result.
+func callJSON(t *testing.T, e *lathe.Engine, name string, args any) map[string]any {
+	t.Helper()
+	raw, _ := json.Marshal(args)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out := e.Call(ctx, &tool.Call{Name: name, Arguments: raw})
+	if ctx.Err() != nil {
+		t.Fatalf("the call of %s with %s did not end in 30s", name, raw)
+	}
+	if out.Result == nil || out.Result.IsError {
+		t.Fatalf("the call of %s with %s failed: %+v %v", name, raw, out.Result, out.Err())
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out.Result.Structured, &m); err != nil {
+		t.Fatalf("the call of %s: structured %s: %v", name, out.Result.Structured, err)
+	}
+	return m
+}
+
+// TestConformanceGo runs the conformance suite against tools written in Go
+// with the SDK, run as VFS tools. The workspace holds the suite's
+// temporary directories, since the sleep tool writes its marker through the
+// host.
+func TestConformanceGo(t *testing.T) {
+	requireStandard(t)
+	ws := tempRoot(t)
+	runtimetest.Run(t, func(t *testing.T, name string) tool.Tool {
+		return newTool(t, goCommand(ws), name, host.Permissions{Write: []string{ws + "/**"}}, testOpts)
+	})
+}
+
+// tempRoot returns the real path of the directory the test's temporary
+// directories are made in.
+func tempRoot(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(os.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestNewRefuses: what would defeat the confinement is a construction
+// error, never a weaker run.
+func TestNewRefuses(t *testing.T) {
+	h, _ := host.New(host.Config{Tool: "t", Workspace: t.TempDir()})
+	cases := map[string]struct {
+		cmd  process.Command
+		opts vfs.Options
+		want string
+	}{
+		"dev":          {goCommand("/"), vfs.Options{Sandbox: sandbox.Config{Profile: sandbox.Dev}}, "dev profile"},
+		"placeholders": {process.Command{Argv: []string{"/bin/echo", "{x}"}}, vfs.Options{}, "placeholders"},
+		"shell":        {process.Command{Argv: []string{"echo hi"}, Shell: true}, vfs.Options{}, "shell"},
+		"env":          {process.Command{Argv: []string{"/bin/echo"}, Env: []string{"AWS_SECRET"}}, vfs.Options{}, "env/get"},
+		"empty":        {process.Command{}, vfs.Options{}, "empty"},
+	}
+	for name, c := range cases {
+		if _, err := vfs.New(c.cmd, h, c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: New = %v, want an error about %q", name, err, c.want)
+		}
+	}
+	if _, err := vfs.New(goCommand("/"), nil, vfs.Options{}); err == nil {
+		t.Error("New without a host was accepted")
+	}
+}
+
+// TestFilesGiven: the process is given its program and the regular files
+// its command names, never a directory, so that an argument "." cannot
+// hand it the workspace.
+func TestFilesGiven(t *testing.T) {
+	ws := t.TempDir()
+	script := filepath.Join(ws, "tool.py")
+	os.WriteFile(script, []byte("print(1)\n"), 0o644)
+	os.Symlink(script, filepath.Join(ws, "link.py"))
+	h, _ := host.New(host.Config{Tool: "t", Workspace: ws})
+	rt, err := vfs.New(process.Command{Argv: []string{"/bin/sh", "link.py", ".", ws, "-x", "missing"}, Dir: ws}, h, vfs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	sh, _ := filepath.EvalSymlinks("/bin/sh")
+	real, _ := filepath.EvalSymlinks(script)
+	got := rt.Files()
+	if len(got) != 2 || got[0] != sh || got[1] != real {
+		t.Errorf("Files() = %q, want the program %s and the script %s only", got, sh, real)
+	}
+}
