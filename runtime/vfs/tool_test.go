@@ -150,12 +150,12 @@ func vfsTools() []sdk.Tool {
 				if err := child.Start(); err != nil {
 					return "", err
 				}
-				go func() {
-					time.Sleep(300 * time.Millisecond)
-					fmt.Fprintf(os.Stdout, `{"jsonrpc":"2.0","id":99,"method":"fs/write","params":{"path":%q,"data":"bGF0ZQ=="}}`+"\n", in.Path)
-					time.Sleep(time.Hour)
-				}()
-				return "answered", nil
+				time.Sleep(200 * time.Millisecond)
+				// The answer, then a request after it, in one write.
+				os.Stdout.WriteString(`{"type":"success","content":"answered"}` + "\n" +
+					fmt.Sprintf(`{"jsonrpc":"2.0","id":99,"method":"fs/write","params":{"path":%q,"data":"bGF0ZQ=="}}`, in.Path) + "\n")
+				time.Sleep(time.Hour)
+				return "", nil
 			}),
 	}
 }

@@ -63,6 +63,12 @@ const RuntimeName = "vfs"
 const (
 	DefaultMaxRequestBytes = 8 << 20
 	DefaultMaxPending      = 64
+	// DefaultMemory is the address space of a VFS tool's process when
+	// Sandbox.Limits sets none, rather than the sandbox's default of a run:
+	// a Go program, as the SDK builds, reserves address space it never
+	// uses, RLIMIT_AS counts it, and under 1 GiB such a program now and
+	// then fails to start a thread.
+	DefaultMemory = 4 << 30
 )
 
 // stderrTail is how much of the end of standard error a call keeps, and
@@ -204,6 +210,9 @@ func newRuntime(cmd process.Command, h *host.Host, opts Options) (*Runtime, erro
 	}
 	r.box = opts.Sandbox
 	r.box.Profile = p
+	if r.box.Limits.Memory == 0 {
+		r.box.Limits.Memory = DefaultMemory
+	}
 	r.box.Workspace, r.box.Hide, r.box.NoWorkspace = "", nil, true
 	r.box.Perms = sandbox.Permissions{Read: r.files, Env: passEnv}
 	return r, nil

@@ -45,13 +45,7 @@ func goCommand(ws string) process.Command {
 	return process.Command{Argv: []string{os.Args[0], toolArg}, Dir: ws}
 }
 
-// testOpts are the options of the tests' tools. The process limit is off:
-// under the standard profile RLIMIT_NPROC counts the threads of every run
-// of one sandbox shape together, and the suite's concurrent calls of a Go
-// tool, a dozen threads each, pass the default 256 and fail to start a
-// thread.
-var testOpts = vfs.Options{MaxOutputBytes: 1 << 20, GracePeriod: time.Second,
-	Sandbox: sandbox.Config{Limits: sandbox.Limits{Processes: -1}}}
+var testOpts = vfs.Options{MaxOutputBytes: 1 << 20, GracePeriod: time.Second}
 
 // requireStandard skips where the standard sandbox cannot run here, after
 // checking that a VFS tool then fails rather than run unconfined.
