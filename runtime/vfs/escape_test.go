@@ -177,7 +177,7 @@ func TestEscapeNetwork(t *testing.T) {
 	if got := asProcess(t, ws, "probe", args); !strings.Contains(fmt.Sprint(got["data"]), "THE-PAGE") {
 		t.Fatalf("as a process the tool could not reach the server (%v), so the test proves nothing", got)
 	}
-	got := asVFS(t, ws, "probe", host.Permissions{Net: []string{"*"}}, args)
+	got := asVFS(t, ws, "probe", host.Permissions{Net: []string{"127.0.0.1"}}, args)
 	if got["error"] == nil || strings.Contains(fmt.Sprint(got), "THE-PAGE") {
 		t.Errorf("a VFS tool reached the network itself: %v", got)
 	}
@@ -331,7 +331,16 @@ func TestAfterTheAnswer(t *testing.T) {
 	ws, _ := workspace(t)
 	token := fmt.Sprintf("linger-%d", time.Now().UnixNano())
 	late := filepath.Join(ws, "late.txt")
-	tl := newTool(t, goCommand(ws), "linger", host.Permissions{Write: []string{"**"}}, testOpts)
+	perms := host.Permissions{Write: []string{"**"}}
+	// The request the tool sends after its answer is one its permissions
+	// allow: sent during the call, it writes the file.
+	if got := hostCall(t, ws, perms, "fs/write", map[string]any{"path": late, "data": []byte("x")}); got["result"] == nil {
+		t.Fatalf("the request fails during a call too (%v), so the test proves nothing", got)
+	}
+	if err := os.Remove(late); err != nil {
+		t.Fatal(err)
+	}
+	tl := newTool(t, goCommand(ws), "linger", perms, testOpts)
 	defer tl.Runtime.(tool.Closer).Close()
 	seen := make(chan bool, 1)
 	done := make(chan struct{})
@@ -383,4 +392,109 @@ func withToken(token string) []string {
 		}
 	}
 	return pids
+}
+
+// hostCall runs the host tool, which sends one host request, as a VFS tool
+// of ws with perms, and returns what it got: the result or the error code.
+func hostCall(t *testing.T, ws string, perms host.Permissions, method string, params any) map[string]any {
+	t.Helper()
+	p, _ := json.Marshal(params)
+	return asVFS(t, ws, "host", perms, hostIn{Method: method, Params: p})
+}
+
+// TestEscapeThroughThePipe: the tool asks the host for what lies outside
+// its permissions or the workspace, by .., an absolute path, a link, the
+// state directory, or writes to the configuration with write access to
+// everything. The tool itself, as a process, reads each of the files;
+// through the host every request is denied and nothing is written.
+func TestEscapeThroughThePipe(t *testing.T) {
+	requireStandard(t)
+	ws, outside := workspace(t)
+	os.MkdirAll(filepath.Join(ws, ".lathe"), 0o700)
+	os.WriteFile(filepath.Join(ws, ".lathe", "state"), []byte("LATHE-STATE"), 0o600)
+	os.WriteFile(filepath.Join(ws, "lathe.toml"), []byte("# CONFIG\n"), 0o644)
+	all := host.Permissions{Read: []string{"**"}, Write: []string{"**"}}
+	reads := map[string]struct{ path, real, want string }{
+		"dotdot":   {"../outside/secret.txt", filepath.Join(outside, "secret.txt"), "OUTSIDE-SECRET"},
+		"absolute": {filepath.Join(outside, ".ssh", "id_rsa"), filepath.Join(outside, ".ssh", "id_rsa"), "PRIVATE-KEY"},
+		"symlink":  {"link", filepath.Join(ws, "link"), "OUTSIDE-SECRET"},
+		"state":    {".lathe/state", filepath.Join(ws, ".lathe", "state"), "LATHE-STATE"},
+	}
+	for name, r := range reads {
+		t.Run("read "+name, func(t *testing.T) {
+			if got := asProcess(t, ws, "probe", probeIn{Op: "read", Path: r.real}); !strings.Contains(fmt.Sprint(got["data"]), r.want) {
+				t.Fatalf("as a process the tool could not read %s (%v), so the test proves nothing", r.real, got)
+			}
+			got := hostCall(t, ws, all, "fs/read", map[string]any{"path": r.path})
+			if got["code"] != float64(host.CodeDenied) || strings.Contains(fmt.Sprint(got), r.want) {
+				t.Errorf("fs/read %s through the host: %v, want a denial", r.path, got)
+			}
+		})
+	}
+	t.Run("outside the permissions", func(t *testing.T) {
+		got := hostCall(t, ws, host.Permissions{Read: []string{"out/"}}, "fs/read", map[string]any{"path": "secret.txt"})
+		if got["code"] != float64(host.CodeDenied) || !strings.Contains(fmt.Sprint(got["message"]), "read") {
+			t.Errorf("fs/read outside read = [\"out/\"]: %v, want a denial naming the key", got)
+		}
+		if got := hostCall(t, ws, host.Permissions{Read: []string{"**"}}, "fs/read", map[string]any{"path": "secret.txt"}); got["result"] == nil {
+			t.Fatalf("with read access the same request fails (%v), so the denial proves nothing", got)
+		}
+	})
+	t.Run("write the configuration", func(t *testing.T) {
+		got := hostCall(t, ws, all, "fs/write", map[string]any{"path": "lathe.toml", "data": []byte("[tools.x]\ncommand = [\"sh\"]\n")})
+		if got["code"] != float64(host.CodeDenied) {
+			t.Errorf("fs/write lathe.toml: %v, want a denial", got)
+		}
+		if b, _ := os.ReadFile(filepath.Join(ws, "lathe.toml")); string(b) != "# CONFIG\n" {
+			t.Errorf("lathe.toml is now %q", b)
+		}
+	})
+}
+
+// TestCallsApart: two calls at once use the same request id, one with
+// read access to a file and one without; each gets the answer of its own
+// session, never the other's, since ids mean something only on their own
+// pipe.
+func TestCallsApart(t *testing.T) {
+	requireStandard(t)
+	ws, _ := workspace(t)
+	req := `{"jsonrpc":"2.0","id":1,"method":"fs/read","params":{"path":"secret.txt"}}`
+	reader := newTool(t, goCommand(ws), "raw", host.Permissions{Read: []string{"secret.txt"}}, testOpts)
+	other := newTool(t, goCommand(ws), "raw", host.Permissions{}, testOpts)
+	defer reader.Runtime.(tool.Closer).Close()
+	defer other.Runtime.(tool.Closer).Close()
+	type res struct {
+		m   map[string]any
+		err error
+	}
+	run := func(tl tool.Tool, ch chan<- res) {
+		raw, _ := json.Marshal(rawIn{Lines: []string{req}, Responses: 1})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := tl.Runtime.Execute(ctx, &tl.Definition, &tool.Call{Name: "raw", Arguments: raw})
+		if err != nil || out.Result == nil {
+			ch <- res{err: fmt.Errorf("%v %+v", err, out)}
+			return
+		}
+		var m map[string]any
+		json.Unmarshal(out.Result.Structured, &m)
+		ch <- res{m: m}
+	}
+	for range 5 {
+		a, b := make(chan res, 1), make(chan res, 1)
+		go run(reader, a)
+		go run(other, b)
+		ra, rb := <-a, <-b
+		if ra.err != nil || rb.err != nil {
+			t.Fatalf("calls failed: %v / %v", ra.err, rb.err)
+		}
+		sa, sb := fmt.Sprint(ra.m["responses"]), fmt.Sprint(rb.m["responses"])
+		// "V09SS1NQQUNFLVNFQ1JFVA==" is WORKSPACE-SECRET in base64.
+		if !strings.Contains(sa, "V09SS1NQQUNFLVNFQ1JFVA==") || strings.Contains(sa, "-32001") {
+			t.Errorf("the call with read access got %s", sa)
+		}
+		if strings.Contains(sb, "V09SS1NQQUNFLVNFQ1JFVA==") || !strings.Contains(sb, "-32001") {
+			t.Errorf("the call without read access got %s", sb)
+		}
+	}
 }

@@ -143,6 +143,7 @@ func vfsTools() []sdk.Tool {
 				}
 				return map[string]any{"responses": got}, nil
 			}),
+		sdk.Func(sdk.Definition{Name: "sdkops", Summary: "Use every method of the SDK's host client."}, sdkOps),
 		sdk.Func(sdk.Definition{Name: "linger", Summary: "Answer and go on."},
 			func(ctx context.Context, in lingerIn) (string, error) {
 				child := exec.Command(os.Args[0], childArg, in.Token)
@@ -207,4 +208,64 @@ func probe(_ context.Context, in probeIn) (map[string]any, error) {
 		return map[string]any{"wd": wd, "entries": len(es)}, nil
 	}
 	return nil, fmt.Errorf("unknown op %q", in.Op)
+}
+
+// opsIn names what sdkops reaches: a URL to fetch.
+type opsIn struct {
+	URL string `json:"url"`
+}
+
+// sdkOps calls each typed method of the host client once and reports
+// what each returned, an error as its text.
+func sdkOps(ctx context.Context, in opsIn) (map[string]any, error) {
+	h, ok := sdk.Host(ctx)
+	if !ok {
+		return nil, errors.New("no host")
+	}
+	out := map[string]any{}
+	put := func(k string, v any, err error) {
+		if err != nil {
+			var he *sdk.HostError
+			if errors.As(err, &he) {
+				out[k] = map[string]any{"code": he.Code, "denied": he.Denied(), "message": he.Message}
+				return
+			}
+			out[k] = map[string]any{"error": err.Error()}
+			return
+		}
+		out[k] = v
+	}
+	put("write", nil, h.WriteFile(ctx, "out/a.txt", []byte("hello vfs")))
+	data, err := h.ReadFile(ctx, "out/a.txt")
+	put("read", string(data), err)
+	fi, err := h.Stat(ctx, "out/a.txt")
+	put("stat", fi, err)
+	list, err := h.List(ctx, "out")
+	put("list", list, err)
+	put("remove", nil, h.Remove(ctx, "out/a.txt", false))
+	_, err = h.Stat(ctx, "out/a.txt")
+	put("stat_removed", nil, err)
+	v, set, err := h.Getenv(ctx, "LATHE_VFS_TEST_VAR")
+	put("env", map[string]any{"value": v, "set": set}, err)
+	_, _, err = h.Getenv(ctx, "LATHE_VFS_TEST_SECRET")
+	put("env_denied", nil, err)
+	put("log", nil, h.Log(ctx, "info", "logged from vfs"))
+	put("progress", nil, h.Progress(ctx, 1, 2, "half"))
+	a, err := h.Ask(ctx, "Proceed?", nil)
+	put("ask", a, err)
+	r, err := h.Run(ctx, sdk.RunRequest{Argv: []string{"echo", "ran"}})
+	if r != nil {
+		put("run", map[string]any{"exit": r.ExitCode, "stdout": string(r.Stdout)}, err)
+	} else {
+		put("run", nil, err)
+	}
+	f, err := h.Fetch(ctx, sdk.FetchRequest{URL: in.URL})
+	if f != nil {
+		put("fetch", map[string]any{"status": f.Status, "body": string(f.Body)}, err)
+	} else {
+		put("fetch", nil, err)
+	}
+	_, err = h.ReadFile(ctx, "secret.txt")
+	put("read_denied", nil, err)
+	return out, nil
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -212,5 +215,96 @@ func TestFilesGiven(t *testing.T) {
 	got := rt.Files()
 	if len(got) != 2 || got[0] != sh || got[1] != real {
 		t.Errorf("Files() = %q, want the program %s and the script %s only", got, sh, real)
+	}
+}
+
+// TestHostMethods calls every method of the host API from a VFS tool,
+// through the SDK's typed client and an engine, in a real workspace: what
+// the permissions allow is done, what they do not is denied, and log,
+// progress and ask reach the call's hooks.
+func TestHostMethods(t *testing.T) {
+	requireStandard(t)
+	ws, _ := workspace(t)
+	if err := os.Mkdir(filepath.Join(ws, "out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LATHE_VFS_TEST_VAR", "the-value")
+	t.Setenv("LATHE_VFS_TEST_SECRET", "hunter2")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "fetched page") }))
+	defer srv.Close()
+	perms := host.Permissions{Write: []string{"out/"}, Env: []string{"LATHE_VFS_TEST_VAR"},
+		Net: []string{"127.0.0.1"}, Run: []string{"echo"}}
+	e := engineWith(t, newTool(t, goCommand(ws), "sdkops", perms, testOpts))
+
+	var mu sync.Mutex
+	var logs []string
+	var progress []tool.Progress
+	var asked []string
+	ctx := tool.WithHooks(context.Background(), tool.Hooks{
+		Log: func(m tool.LogMessage) { mu.Lock(); logs = append(logs, string(m.Data)); mu.Unlock() },
+		Progress: func(p tool.Progress) {
+			mu.Lock()
+			progress = append(progress, p)
+			mu.Unlock()
+		},
+		Elicit: func(_ context.Context, r *tool.ElicitRequest) (*tool.ElicitResult, error) {
+			mu.Lock()
+			asked = append(asked, r.Message)
+			mu.Unlock()
+			return &tool.ElicitResult{Action: tool.ElicitAccept, Content: map[string]any{"ok": true}}, nil
+		},
+	})
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	raw, _ := json.Marshal(opsIn{URL: srv.URL + "/page"})
+	out := e.Call(ctx, &tool.Call{Name: "sdkops", Arguments: raw})
+	if out.Result == nil || out.Result.IsError {
+		t.Fatalf("sdkops: %+v %v", out.Result, out.Err())
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out.Result.Structured, &got); err != nil {
+		t.Fatal(err)
+	}
+	js := func(k string) string { b, _ := json.Marshal(got[k]); return string(b) }
+	checks := map[string]string{
+		"write": "null", "read": `"hello vfs"`, "remove": "null",
+		"log": "null", "progress": "null",
+	}
+	for k, want := range checks {
+		if js(k) != want {
+			t.Errorf("%s = %s, want %s", k, js(k), want)
+		}
+	}
+	for k, want := range map[string]string{
+		"stat":         `"size":9`,
+		"list":         `"name":"a.txt"`,
+		"stat_removed": fmt.Sprintf(`"code":%d`, host.CodeFailed),
+		"env":          `"set":true,"value":"the-value"`,
+		"env_denied":   `"denied":true`,
+		"ask":          `"action":"accept"`,
+		"run":          `"stdout":"ran\n"`,
+		"fetch":        `"body":"fetched page"`,
+		"read_denied":  `"denied":true`,
+	} {
+		if !strings.Contains(js(k), want) {
+			t.Errorf("%s = %s, want it to hold %s", k, js(k), want)
+		}
+	}
+	if strings.Contains(string(out.Result.Structured), "hunter2") {
+		t.Error("a variable outside env reached the tool")
+	}
+	if _, err := os.Stat(filepath.Join(ws, "out", "a.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("out/a.txt after fs/remove: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logs) != 1 || !strings.Contains(logs[0], "logged from vfs") {
+		t.Errorf("logs = %q", logs)
+	}
+	if len(progress) != 1 || progress[0].Progress != 1 || progress[0].Total != 2 {
+		t.Errorf("progress = %+v", progress)
+	}
+	if len(asked) != 1 || asked[0] != "Proceed?" {
+		t.Errorf("asked = %q", asked)
 	}
 }
