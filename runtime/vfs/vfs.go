@@ -44,6 +44,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -198,14 +199,16 @@ func newRuntime(cmd process.Command, h *host.Host, opts Options) (*Runtime, erro
 	r := &Runtime{host: h, opts: opts, dir: cmd.Dir}
 	r.closing, r.close = context.WithCancel(context.Background())
 	r.path, r.pathErr = program(cmd.Argv[0], cmd.Dir)
-	if r.path != "" {
+	if r.path != "" && !system(r.path) {
 		r.files = append(r.files, r.path)
 	}
 	r.argv = append([]string{cmd.Argv[0]}, cmd.Argv[1:]...)
 	for i, a := range r.argv[1:] {
 		if f := fileArg(a, cmd.Dir); f != "" {
 			r.argv[i+1] = f
-			r.files = append(r.files, f)
+			if !system(f) && !slices.Contains(r.files, f) {
+				r.files = append(r.files, f)
+			}
 		}
 	}
 	r.box = opts.Sandbox
@@ -253,6 +256,21 @@ func program(prog, dir string) (string, error) {
 	return p, nil
 }
 
+// system reports whether the file p is in the system paths, which every
+// sandboxed process reads already: binding it again, inside a read-only
+// system directory, could not be done, and would give nothing.
+func system(p string) bool {
+	for _, d := range sandbox.SystemPaths() {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			d = real
+		}
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // fileArg returns the real path of the regular file that argument a names
 // (relative to dir, or absolute), or "" when it names none. Only regular
 // files are given to the process: an argument naming a directory ("."
@@ -279,7 +297,8 @@ func fileArg(a, dir string) string {
 }
 
 // Files returns the files the tool's process may read besides the system
-// paths: its program and the files its command names, real paths.
+// paths: its program and the files its command names, real paths, those
+// outside the system paths.
 func (r *Runtime) Files() []string { return append([]string(nil), r.files...) }
 
 // Cooperative reports true: when its context ends, Execute returns as soon
