@@ -20,14 +20,19 @@
 //     per line (an object with "jsonrpc"); lathe writes each response as one
 //     line on standard input, in the order they complete, so a tool may have
 //     several requests in flight and must match responses by id.
-//   - The last object with a "type" that the tool writes is its answer, read
-//     as a process tool's answer is.
+//   - The first line that is a protocol answer (an object whose "type" is
+//     success, error or needs_input) is the tool's answer, read as a process
+//     tool's is, and ends the call. Without one, the tool's other output is
+//     read as a process tool's output is.
 //
-// The call ends when the tool's process exits, or when its context ends:
-// the host session ends with it (a later request gets [host.CodeEnded] and
-// never runs), and the process group is killed as a process tool's is. A
-// request line longer than [Options].MaxRequestBytes gets
-// [host.CodeTooLarge] and fails the call.
+// The call ends when the tool answers, when its process exits, or when its
+// context ends: the host session ends with it (a later request gets
+// [host.CodeEnded] and never runs, the requests in flight are cancelled),
+// and the process group is killed as a process tool's is, with whatever it
+// started. A line longer than [Options].MaxRequestBytes gets
+// [host.CodeTooLarge] and fails the call; past [Options].MaxPending
+// requests in flight, lathe reads no more of the tool's output until one is
+// answered. The project's docs/host.md has the details.
 //
 //	rt, err := vfs.New(process.Command{Argv: []string{"./bin/mytool"}, Dir: root}, h, vfs.Options{})
 //
