@@ -18,6 +18,16 @@ import (
 // in an empty private directory, and still reads the one file it was given.
 func TestNoWorkspace(t *testing.T) {
 	requireStandard(t)
+	testNoWorkspace(t, sandbox.Standard)
+}
+
+// TestNoWorkspaceHardened is TestNoWorkspace under gVisor.
+func TestNoWorkspaceHardened(t *testing.T) {
+	requireHardened(t)
+	testNoWorkspace(t, sandbox.Hardened)
+}
+
+func testNoWorkspace(t *testing.T, profile sandbox.Profile) {
 	ws, outside := fixture(t)
 	secret := filepath.Join(ws, "secret.txt")
 	if err := os.WriteFile(secret, []byte("WORKSPACE-SECRET\n"), 0o644); err != nil {
@@ -30,7 +40,7 @@ func TestNoWorkspace(t *testing.T) {
 	script := markStart("cat " + secret + "; ls -a " + ws + "; echo cwd=$(pwd) entries=$(ls -A); cat " + given +
 		"; cat " + filepath.Join(outside, "secret.txt"))
 
-	open := sandbox.Config{Profile: sandbox.Standard, Workspace: ws, Perms: sandbox.Permissions{Read: []string{given}}}
+	open := sandbox.Config{Profile: profile, Workspace: ws, Perms: sandbox.Permissions{Read: []string{given}}}
 	out, _ := run(t, open, script)
 	if !ran(out) || !strings.Contains(out, "WORKSPACE-SECRET") {
 		t.Fatalf("with the workspace the command could not read it, so the test proves nothing; output:\n%s", out)
