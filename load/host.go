@@ -5,6 +5,7 @@ import (
 
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/host"
+	"github.com/lathe-tools/lathe/runtime/process/protocol"
 	"github.com/lathe-tools/lathe/sandbox"
 )
 
@@ -39,4 +40,17 @@ func (l *localLoader) hostFor(name string, perms config.HostPermissions, profile
 		return nil, &config.Error{Pos: t.Pos, Msg: err.Error()}
 	}
 	return h, err
+}
+
+// declare records what the confined tool name declared it needs of the
+// host API in its self-description (s.Permissions), for the person to see
+// beside what its table grants ([Workspace].Declared). It grants nothing.
+func (l *localLoader) declare(name string, s protocol.ToolSchema) {
+	if s.Permissions == nil {
+		return
+	}
+	if l.declared == nil {
+		l.declared = map[string]host.Permissions{}
+	}
+	l.declared[name] = host.Declared(s.Permissions)
 }

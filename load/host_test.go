@@ -11,6 +11,7 @@ import (
 
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/host"
+	"github.com/lathe-tools/lathe/runtime/process/protocol"
 )
 
 // hostFor builds the host from the tool's table: its permissions, and
@@ -54,6 +55,19 @@ read = ["/elsewhere"]
 	var ce *config.Error
 	if err == nil || !strings.Contains(err.Error(), "outside the workspace") || !errorsAs(err, &ce) || ce.Pos.Line != 6 {
 		t.Fatalf("hostFor with an absolute path outside = %v, want a config error at line 6", err)
+	}
+}
+
+// What a tool declares is kept for the person to see, and grants nothing.
+func TestDeclare(t *testing.T) {
+	l := &localLoader{}
+	l.declare("quiet", protocol.ToolSchema{Name: "quiet"})
+	l.declare("fmt", protocol.ToolSchema{Name: "fmt", Permissions: &protocol.Permissions{Read: []string{"src/**"}}})
+	if _, ok := l.declared["quiet"]; ok {
+		t.Error("a tool that declares nothing is recorded")
+	}
+	if p := l.declared["fmt"]; len(p.Read) != 1 || p.Read[0] != "src/**" {
+		t.Errorf("declared = %+v", l.declared)
 	}
 }
 
