@@ -82,6 +82,7 @@ func (l *localLoader) vfsTool(name string, t *config.Tool) error {
 		}
 		def.Runtime = vfs.RuntimeName
 		opts.Tool = schemas[i].Name
+		l.declare(name, schemas[i])
 	}
 	rt, err := vfs.New(cmd, h, opts)
 	if err != nil {
@@ -117,6 +118,7 @@ func (l *localLoader) vfsToolset(s *config.Toolset) error {
 			continue
 		}
 		def.Runtime = vfs.RuntimeName
+		l.declare(name, d)
 		perms, profile, options, pos := s.Permissions(), s.Profile, s.Options, s.Pos
 		if t := l.cfg.Tools[name]; t != nil {
 			if t.IsLocal() {

@@ -18,7 +18,7 @@ import (
 // workspace path it is given, reporting both.
 const vfsScript = `read -r req
 case "$req" in *'"action":"schema"'*)
-  echo '{"tools":[{"name":"note","summary":"Read the note.","parameters":{"type":"object","properties":{}}}]}'; exit 0;;
+  echo '{"tools":[{"name":"note","summary":"Read the note.","parameters":{"type":"object","properties":{}},"permissions":{"read":["note.txt"]}}]}'; exit 0;;
 esac
 echo '{"jsonrpc":"2.0","id":1,"method":"fs/read","params":{"path":"note.txt"}}'
 read -r resp
@@ -109,6 +109,13 @@ approval = "allow"
 	defer w.Close()
 	if d, _ := w.Engine.Lookup("note"); d.Runtime != "vfs" || d.Summary != "Read the note." {
 		t.Errorf("note: %+v, want the described vfs tool", d)
+	}
+	// What the tool declares it needs is recorded for the person, and
+	// grants nothing (more_note declares the same and is denied below).
+	for _, n := range []string{"note", "more_note"} {
+		if d := w.Declared[n]; len(d.Read) != 1 || d.Read[0] != "note.txt" {
+			t.Errorf("Declared[%s] = %+v, want read note.txt", n, d)
+		}
 	}
 	plain := w.Engine.Call(testContext(t), &tool.Call{Name: "plain", Arguments: json.RawMessage(`{}`)})
 	if plain.Result == nil || !strings.Contains(plain.Result.Text(), `"direct":"hello note"`) {
