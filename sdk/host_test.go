@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lathe-tools/lathe/runtime/process/protocol"
 	"github.com/lathe-tools/lathe/sdk"
 )
 
@@ -21,7 +22,8 @@ type pathIn struct {
 }
 
 // readTool reads a file through the host and returns its text.
-var readTool = sdk.Func(sdk.Definition{Name: "show", Summary: "Show a file."},
+var readTool = sdk.Func(sdk.Definition{Name: "show", Summary: "Show a file.",
+	Permissions: &protocol.Permissions{Read: []string{"**"}}},
 	func(ctx context.Context, in pathIn) (string, error) {
 		h, ok := sdk.Host(ctx)
 		if !ok {
@@ -149,5 +151,17 @@ func TestHostErrors(t *testing.T) {
 	sdk.Handle(context.Background(), strings.NewReader(in), &out, readTool)
 	if !strings.Contains(out.String(), "runs as a VFS or WASM tool") {
 		t.Errorf("output:\n%s", out.String())
+	}
+}
+
+// TestDeclaredPermissions: what a tool declares it needs goes out in its
+// schema.
+func TestDeclaredPermissions(t *testing.T) {
+	var out strings.Builder
+	if err := sdk.Handle(context.Background(), strings.NewReader(`{"protocol":1,"action":"schema"}`), &out, readTool); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"permissions":{"read":["**"]}`) {
+		t.Errorf("schema: %s", out.String())
 	}
 }

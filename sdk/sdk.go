@@ -73,6 +73,11 @@ type Definition struct {
 	Description string
 	// Annotations are hints about the tool's effects, as in MCP.
 	Annotations tool.Annotations
+	// Permissions, for a VFS or WASM tool, say what it needs of lathe's
+	// host API ([Host]), in the syntax of lathe.toml's read, write, net,
+	// env and run keys. lathe shows them to the person beside what the
+	// configuration grants; they grant nothing by themselves.
+	Permissions *protocol.Permissions
 }
 
 // Tool is one tool of a binary, made by [Func].
@@ -102,7 +107,8 @@ func Func[In, Out any](def Definition, fn func(ctx context.Context, in In) (Out,
 	return Tool{
 		def: def,
 		schema: func() (protocol.ToolSchema, error) {
-			s := protocol.ToolSchema{Name: def.Name, Summary: def.Summary, Description: def.Description, Annotations: def.Annotations}
+			s := protocol.ToolSchema{Name: def.Name, Summary: def.Summary, Description: def.Description, Annotations: def.Annotations,
+				Permissions: def.Permissions}
 			var err error
 			if s.Parameters, err = infer.ForType(reflect.TypeFor[In]()); err != nil {
 				return s, fmt.Errorf("tool %s: input schema: %w", def.Name, err)
