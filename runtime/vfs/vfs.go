@@ -41,6 +41,7 @@ package vfs
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,6 +57,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lathe-tools/lathe/host"
+	"github.com/lathe-tools/lathe/host/scope"
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
 	"github.com/lathe-tools/lathe/sandbox"
@@ -216,6 +218,11 @@ func newRuntime(cmd process.Command, h *host.Host, opts Options) (*Runtime, erro
 			}
 		}
 	}
+	if h != nil {
+		if err := selfWritable(h, r.files); err != nil {
+			return nil, err
+		}
+	}
 	r.box = opts.Sandbox
 	r.box.Profile = p
 	if r.box.Limits.Memory == 0 {
@@ -274,6 +281,31 @@ func system(p string) bool {
 		}
 	}
 	return false
+}
+
+// selfWritable refuses a tool whose own program or script lies in its
+// write scope: through fs/write it could rewrite itself, and its next call
+// would run code no one trusted, as the host refuses to run a program in
+// that scope (proc/run).
+func selfWritable(h *host.Host, files []string) error {
+	ws := h.Workspace()
+	for _, f := range files {
+		rel, ok := strings.CutPrefix(f, ws+"/")
+		if !ok {
+			continue
+		}
+		for _, w := range h.Permissions().Write {
+			if w == ws {
+				w = "."
+			} else if r, ok := strings.CutPrefix(w, ws+"/"); ok {
+				w = cmp.Or(r, ".")
+			}
+			if pat, err := scope.CompilePath(w); err == nil && pat.Match(rel) {
+				return fmt.Errorf("vfs: the tool's own file %s lies in its write scope (write = %q), so it could rewrite itself through the host and its next call would run what it wrote; keep its program and script out of write", rel, w)
+			}
+		}
+	}
+	return nil
 }
 
 // fileArg returns the real path of the regular file that argument a names

@@ -40,7 +40,19 @@ func TestMain(m *testing.M) {
 	// told not to; the tool reads GORACE, which it alone is let through.
 	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	vfs.PassEnvForTests("GORACE")
-	goleak.VerifyTestMain(m)
+	// The tests' temporary directories, some of them workspaces with write
+	// access to everything, lie apart from the test binary, which a VFS
+	// tool may not be able to rewrite.
+	tmp, err := os.MkdirTemp("", "lathe-vfs-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("TMPDIR", tmp)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(tmp)
+		os.Exit(code)
+	}))
 }
 
 // goCommand runs the test binary as the Go tool, from workspace ws.
@@ -214,6 +226,21 @@ func TestFilesGiven(t *testing.T) {
 	// The program is in the system paths, which the process reads already.
 	if got := rt.Files(); len(got) != 1 || got[0] != real {
 		t.Errorf("Files() = %q, want the script %s only", got, real)
+	}
+	// A tool that may write its own script could rewrite itself.
+	for _, w := range []string{"**", "tool.py", ws + "/", "*.py"} {
+		hw, err := host.New(host.Config{Tool: "t", Workspace: ws, Perms: host.Permissions{Write: []string{w}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := vfs.New(process.Command{Argv: []string{"/bin/sh", "link.py"}, Dir: ws}, hw, vfs.Options{}); err == nil ||
+			!strings.Contains(err.Error(), "write scope") {
+			t.Errorf("write = [%q]: New = %v, want a refusal: the tool could rewrite its script", w, err)
+		}
+	}
+	hw, _ := host.New(host.Config{Tool: "t", Workspace: ws, Perms: host.Permissions{Write: []string{"out/"}}})
+	if _, err := vfs.New(process.Command{Argv: []string{"/bin/sh", "link.py"}, Dir: ws}, hw, vfs.Options{}); err != nil {
+		t.Errorf("write = [\"out/\"]: %v", err)
 	}
 	rt2, err := vfs.New(process.Command{Argv: []string{os.Args[0], "tool.py"}, Dir: ws}, h, vfs.Options{})
 	if err != nil {
