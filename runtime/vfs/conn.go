@@ -14,6 +14,10 @@ import (
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
 )
 
+// budgetUnit is the size of a request that takes one token of the
+// pending-bytes budget.
+const budgetUnit = 64 << 10
+
 // JSON-RPC's own error codes that the connection answers with.
 const (
 	codeParse          = -32700
@@ -31,6 +35,9 @@ type conn struct {
 	maxLine int
 	maxOut  int
 	pending chan struct{} // a slot per request being answered
+	// budget holds a token per budgetUnit bytes of the requests being
+	// answered, up to MaxPendingBytes.
+	budget chan struct{}
 
 	// line and rest belong to Write, which one goroutine calls, and are
 	// read once the process has been waited for.
@@ -52,7 +59,7 @@ type conn struct {
 
 func newConn(ctx context.Context, sess *host.Session, in *os.File, o Options) *conn {
 	c := &conn{sess: sess, in: in, maxLine: o.MaxRequestBytes, maxOut: o.MaxOutputBytes,
-		pending: make(chan struct{}, o.MaxPending)}
+		pending: make(chan struct{}, o.MaxPending), budget: make(chan struct{}, max(1, o.MaxPendingBytes/budgetUnit))}
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	return c
 }
@@ -151,7 +158,7 @@ func (c *conn) handle(line []byte) {
 		err := json.Unmarshal(t, &m)
 		switch {
 		case err == nil && m.JSONRPC != nil:
-			c.request(*m.JSONRPC, m.ID, m.Method, m.Params)
+			c.request(*m.JSONRPC, m.ID, m.Method, m.Params, len(t))
 			return
 		case err != nil && bytes.Contains(t, []byte(`"jsonrpc"`)):
 			c.respond(nil, nil, &host.Error{Code: codeParse, Message: "parse error: " + err.Error()})
@@ -213,10 +220,10 @@ func validID(id json.RawMessage) bool {
 }
 
 // request answers one host request on a goroutine of its own. Once
-// MaxPending requests are being answered it waits for a slot, and so reads
-// no more of the process's output: a flood of requests fills the pipe and
-// blocks the tool, never lathe's memory.
-func (c *conn) request(version string, id json.RawMessage, method string, params json.RawMessage) {
+// MaxPending requests, or MaxPendingBytes of them, are being answered it
+// waits, and so reads no more of the process's output: a flood of requests
+// fills the pipe and blocks the tool, never lathe's memory.
+func (c *conn) request(version string, id json.RawMessage, method string, params json.RawMessage, size int) {
 	if !validID(id) {
 		c.respond(nil, nil, &host.Error{Code: codeInvalidRequest, Message: "invalid request: an id must be a string, a number or null"})
 		return
@@ -232,11 +239,31 @@ func (c *conn) request(version string, id json.RawMessage, method string, params
 		c.respond(id, nil, &host.Error{Code: host.CodeEnded, Message: "the call has ended"})
 		return
 	}
+	// A request takes its slot and then its share of the byte budget,
+	// capped at the whole budget so that one large request alone runs.
+	tokens := min(size/budgetUnit+1, cap(c.budget))
+	release := func(slot bool, n int) {
+		for range n {
+			<-c.budget
+		}
+		if slot {
+			<-c.pending
+		}
+	}
 	select {
 	case c.pending <- struct{}{}:
 	case <-c.ctx.Done():
 		c.respond(id, nil, &host.Error{Code: host.CodeEnded, Message: "the call has ended"})
 		return
+	}
+	for i := range tokens {
+		select {
+		case c.budget <- struct{}{}:
+		case <-c.ctx.Done():
+			release(true, i)
+			c.respond(id, nil, &host.Error{Code: host.CodeEnded, Message: "the call has ended"})
+			return
+		}
 	}
 	c.mu.Lock()
 	ended = c.ended
@@ -245,13 +272,13 @@ func (c *conn) request(version string, id json.RawMessage, method string, params
 	}
 	c.mu.Unlock()
 	if ended {
-		<-c.pending
+		release(true, tokens)
 		c.respond(id, nil, &host.Error{Code: host.CodeEnded, Message: "the call has ended"})
 		return
 	}
 	go func() {
 		defer c.wg.Done()
-		defer func() { <-c.pending }()
+		defer release(true, tokens)
 		var res json.RawMessage
 		var err error
 		if c.sess == nil {

@@ -498,3 +498,49 @@ func TestCallsApart(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingBytes: large requests held by the host (questions no one
+// answers) count against the byte budget, so that a tool cannot make lathe
+// hold MaxPending of them at once; with a budget that fits them all, they
+// would all be held.
+func TestPendingBytes(t *testing.T) {
+	requireStandard(t)
+	ws, _ := workspace(t)
+	pad := strings.Repeat("p", 300<<10)
+	lines := make([]string, 20)
+	for i := range lines {
+		lines[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ask","params":{"message":"q","pad":%q}}`, i, pad)
+	}
+	raw, _ := json.Marshal(rawIn{Lines: lines})
+	held := func(budget int) int64 {
+		opts := testOpts
+		opts.MaxPendingBytes = budget
+		tl := newTool(t, goCommand(ws), "raw", host.Permissions{}, opts)
+		defer tl.Runtime.(tool.Closer).Close()
+		var now, peak atomic.Int64
+		ctx := tool.WithHooks(context.Background(), tool.Hooks{
+			Elicit: func(ctx context.Context, _ *tool.ElicitRequest) (*tool.ElicitResult, error) {
+				n := now.Add(1)
+				for {
+					p := peak.Load()
+					if n <= p || peak.CompareAndSwap(p, n) {
+						break
+					}
+				}
+				<-ctx.Done()
+				now.Add(-1)
+				return nil, ctx.Err()
+			}})
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		tl.Runtime.Execute(ctx, &tl.Definition, &tool.Call{Name: "raw", Arguments: raw})
+		return peak.Load()
+	}
+	if n := held(64 << 20); n < 10 {
+		t.Fatalf("with room for all, only %d questions were held at once, so the test proves nothing", n)
+	}
+	// 1 MiB is 16 tokens of 64 KiB; each request takes 5.
+	if n := held(1 << 20); n > 3 {
+		t.Errorf("%d questions of 300 KiB were held at once under a budget of 1 MiB, want at most 3", n)
+	}
+}

@@ -69,8 +69,15 @@ const RuntimeName = "vfs"
 
 // Defaults for the zero fields of [Options].
 const (
-	DefaultMaxRequestBytes = 8 << 20
+	// DefaultMaxRequestBytes holds the largest write the host takes
+	// (host.DefaultLimits: 16 MiB, which base64 makes 21⅓ MiB) with room
+	// for the JSON around it.
+	DefaultMaxRequestBytes = 24 << 20
 	DefaultMaxPending      = 64
+	// DefaultMaxPendingBytes bounds the requests of one call being
+	// answered at once by their size, so that MaxPending large writes do
+	// not hold gigabytes.
+	DefaultMaxPendingBytes = 64 << 20
 	// DefaultMemory is the address space of a VFS tool's process when
 	// Sandbox.Limits sets none, rather than the sandbox's default of a run:
 	// a Go program, as the SDK builds, reserves address space it never
@@ -112,6 +119,10 @@ type Options struct {
 	// once; past it lathe reads no more of the tool's output until one is
 	// answered. Zero means [DefaultMaxPending].
 	MaxPending int
+	// MaxPendingBytes caps the same by their size, in bytes: a request
+	// that would pass it waits until the ones before it are answered (one
+	// request alone always runs). Zero means [DefaultMaxPendingBytes].
+	MaxPendingBytes int
 	// GracePeriod is how long a stopped tool has, after SIGTERM, before
 	// SIGKILL. Zero means [process.DefaultGracePeriod].
 	GracePeriod time.Duration
@@ -196,6 +207,9 @@ func newRuntime(cmd process.Command, h *host.Host, opts Options) (*Runtime, erro
 	}
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = DefaultMaxPending
+	}
+	if opts.MaxPendingBytes <= 0 {
+		opts.MaxPendingBytes = DefaultMaxPendingBytes
 	}
 	if opts.GracePeriod <= 0 {
 		opts.GracePeriod = process.DefaultGracePeriod
