@@ -118,9 +118,11 @@ func (c *conn) Write(p []byte) (int, error) {
 		}
 		if len(c.line)+len(chunk) > c.maxLine {
 			c.line = nil
+			// The kill first: a tool that reads nothing would hold up
+			// the answer below until the pipe breaks.
+			c.fail(fmt.Errorf("the tool wrote a line of more than %d bytes: %w", c.maxLine, ErrTooLarge))
 			c.respond(nil, nil, &host.Error{Code: host.CodeTooLarge,
 				Message: fmt.Sprintf("a line of more than %d bytes; the call fails", c.maxLine)})
-			c.fail(fmt.Errorf("the tool wrote a line of more than %d bytes: %w", c.maxLine, ErrTooLarge))
 			break
 		}
 		c.line = append(c.line, chunk...)
