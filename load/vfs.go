@@ -163,12 +163,15 @@ func (l *localLoader) vfsToolset(s *config.Toolset) error {
 }
 
 // vfsDescribe asks a VFS binary for its schema, confined as its calls are
-// and with no host.
+// and with no host, through the schema cache that process tools use: an
+// entry is keyed by the command, the files it names and the options.
 func (l *localLoader) vfsDescribe(cmd process.Command, opts vfs.Options, timeout time.Duration) ([]protocol.ToolSchema, error) {
 	if timeout <= 0 || timeout > describeTimeout {
 		timeout = describeTimeout
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, timeout)
 	defer cancel()
-	return vfs.Describe(ctx, cmd, opts)
+	return l.cache.DescribeWith(ctx, cmd, opts.Options, func(ctx context.Context) ([]protocol.ToolSchema, error) {
+		return vfs.Describe(ctx, cmd, opts)
+	})
 }

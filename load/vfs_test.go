@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -146,5 +147,27 @@ profile = "dev"
 	var ce *load.ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "lathe.toml:2") || !strings.Contains(err.Error(), `"dev"`) {
 		t.Errorf("err = %v, want a config error at lathe.toml:2 about dev", err)
+	}
+}
+
+// TestVFSSchemaCached: a VFS binary's description is kept in the schema
+// cache, as a process binary's is, so that the next load asks it nothing.
+func TestVFSSchemaCached(t *testing.T) {
+	ws := vfsWorkspace(t, `
+[tools.note]
+runtime = "vfs"
+command = ["sh", "tool.sh"]
+`)
+	dir := filepath.Join(os.Getenv("LATHE_CACHE_DIR"), "schemas")
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("the cache holds %d entries before the first load", len(ents))
+	}
+	w, err := openTrusted(t, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("the cache holds %d entries after loading one VFS tool, want 1", len(ents))
 	}
 }
