@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -270,6 +271,24 @@ func TestHostMethods(t *testing.T) {
 	perms := host.Permissions{Write: []string{"out/"}, Env: []string{"LATHE_VFS_TEST_VAR"},
 		Net: []string{"127.0.0.1"}, Run: []string{"echo"}}
 	e := engineWith(t, newTool(t, goCommand(ws), "sdkops", perms, testOpts))
+	// Every operation, allowed or denied, is an engine event of its call.
+	// Events come on a goroutine of their own, a call's in order: its end
+	// comes after its operations.
+	var ops []string
+	var opsMu sync.Mutex
+	finished := make(chan struct{}, 1)
+	stopEvents := e.Subscribe(func(ev lathe.Event) {
+		if ev.Kind == lathe.EventCallFinished {
+			finished <- struct{}{}
+			return
+		}
+		if ev.Operation != nil {
+			opsMu.Lock()
+			ops = append(ops, ev.Operation.Kind+" "+ev.Operation.Approval+" "+ev.Operation.Subject)
+			opsMu.Unlock()
+		}
+	}, lathe.EventOperation, lathe.EventCallFinished)
+	defer stopEvents()
 
 	var mu sync.Mutex
 	var logs []string
@@ -331,6 +350,19 @@ func TestHostMethods(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "out", "a.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("out/a.txt after fs/remove: %v", err)
 	}
+	select {
+	case <-finished:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call's end was not published within 10s")
+	}
+	opsMu.Lock()
+	for _, want := range []string{"write allow out/a.txt", "read allow out/a.txt", "remove allow out/a.txt",
+		"env deny LATHE_VFS_TEST_SECRET", "read deny secret.txt", "run allow echo"} {
+		if !slices.ContainsFunc(ops, func(o string) bool { return strings.HasPrefix(o, want) }) {
+			t.Errorf("no operation event %q among %q", want, ops)
+		}
+	}
+	opsMu.Unlock()
 	mu.Lock()
 	defer mu.Unlock()
 	if len(logs) != 1 || !strings.Contains(logs[0], "logged from vfs") {
