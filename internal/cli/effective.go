@@ -312,6 +312,14 @@ func profileOf(cfg *config.Config, def tool.Definition) (profile, from, isolatio
 		if s := toolsetOf(cfg, def); s != nil && s.Profile != "" {
 			return set(s.Profile, "toolsets", s.Name, "profile")
 		}
+		if def.Runtime == "vfs" {
+			// A VFS tool is never a host process (load refuses dev for
+			// it): standard, or hardened where [sandbox] says so.
+			if cfg.Sandbox.Profile == config.SandboxProfile(sandbox.Hardened) {
+				return set(cfg.Sandbox.Profile, "sandbox", "profile")
+			}
+			return string(sandbox.Standard), defaultOrigin, "sandbox"
+		}
 		return general("host process: runs unconfined, with a minimal environment")
 	case name == "run_command":
 		if t := cfg.Tools[name]; t != nil && t.Profile != "" {
