@@ -499,16 +499,21 @@ func TestTaskOverStdio(t *testing.T) {
 	}()
 	sc := bufio.NewScanner(outR)
 	sc.Buffer(nil, 1<<20)
+	// next skips notifications (of the task's status, among others).
 	next := func(what string) map[string]json.RawMessage {
 		t.Helper()
-		if !sc.Scan() {
-			t.Fatalf("no answer to %s", what)
+		for {
+			if !sc.Scan() {
+				t.Fatalf("no answer to %s", what)
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if _, ok := m["id"]; ok {
+				return m
+			}
 		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		return m
 	}
 	send := func(line string) {
 		if _, err := io.WriteString(inW, line+"\n"); err != nil {
