@@ -40,11 +40,11 @@ import (
 // question is one question of a task's call to its client.
 type question struct {
 	key    string
-	req    sdk.InputRequest         // *sdk.ElicitParams or *sdk.CreateMessageParams
-	answer chan sdk.InputResponse   // buffered: the first answer
-	done   chan struct{}            // closed when the question is answered or given up
-	sent   map[*route]bool          // the routes it has been sent on; guarded by taskStore.mu
-	stop   map[*route]func() // cancels its request on a route; guarded by taskStore.mu
+	req    sdk.InputRequest       // *sdk.ElicitParams or *sdk.CreateMessageParams
+	answer chan sdk.InputResponse // buffered: the first answer
+	done   chan struct{}          // closed when the question is answered or given up
+	sent   map[*route]bool        // the routes it has been sent on; guarded by taskStore.mu
+	stop   map[*route]func()      // cancels its request on a route; guarded by taskStore.mu
 }
 
 // route is a session a task's questions are sent to, while ctx lasts.

@@ -85,18 +85,18 @@ type updateTaskParams struct {
 // (resultType "complete"), a CreateTaskResult (resultType "task"), and the
 // params of notifications/tasks (no resultType).
 type detailedTask struct {
-	ResultType     string               `json:"resultType,omitempty"`
-	TaskID         string               `json:"taskId"`
-	Status         string               `json:"status"`
-	StatusMessage  string               `json:"statusMessage,omitempty"`
-	CreatedAt      string               `json:"createdAt"`
-	LastUpdatedAt  string               `json:"lastUpdatedAt"`
-	TTLMs          *int64               `json:"ttlMs"`
-	PollIntervalMs int64                `json:"pollIntervalMs,omitempty"`
-	InputRequests  sdk.InputRequestMap  `json:"inputRequests,omitempty"`
-	Result         *sdk.CallToolResult  `json:"result,omitempty"`
-	Error          *jsonrpc.Error       `json:"error,omitempty"`
-	Meta           map[string]any       `json:"_meta,omitempty"`
+	ResultType     string              `json:"resultType,omitempty"`
+	TaskID         string              `json:"taskId"`
+	Status         string              `json:"status"`
+	StatusMessage  string              `json:"statusMessage,omitempty"`
+	CreatedAt      string              `json:"createdAt"`
+	LastUpdatedAt  string              `json:"lastUpdatedAt"`
+	TTLMs          *int64              `json:"ttlMs"`
+	PollIntervalMs int64               `json:"pollIntervalMs,omitempty"`
+	InputRequests  sdk.InputRequestMap `json:"inputRequests,omitempty"`
+	Result         *sdk.CallToolResult `json:"result,omitempty"`
+	Error          *jsonrpc.Error      `json:"error,omitempty"`
+	Meta           map[string]any      `json:"_meta,omitempty"`
 }
 
 // detailed is t in the extension's shape, with resultType rt.
