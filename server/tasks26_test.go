@@ -7,12 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	_ "github.com/modelcontextprotocol/go-sdk/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lathe-tools/lathe/runtime/builtin"
 	"github.com/lathe-tools/lathe/server"
@@ -23,15 +24,16 @@ import (
 // line, as a client of either protocol version writes it: the task methods
 // are not in the go-sdk's client, and the test must see the wire.
 type stdioClient struct {
-	t       *testing.T
-	in      *io.PipeWriter
-	v2026   bool
-	caps    map[string]any // the client's capabilities, sent with each request under 2026-07-28
-	done    chan error
-	mu      sync.Mutex
-	id      int
-	waiting map[int]chan map[string]json.RawMessage
-	notes   chan map[string]json.RawMessage // notifications, and requests of the server
+	t         *testing.T
+	in        *io.PipeWriter
+	v2026     bool
+	caps      map[string]any // the client's capabilities, sent with each request under 2026-07-28
+	done      chan error
+	mu        sync.Mutex
+	closeOnce sync.Once
+	id        int
+	waiting   map[int]chan map[string]json.RawMessage
+	notes     chan map[string]json.RawMessage // notifications, and requests of the server
 }
 
 // openStdio serves a new session of srv over pipes. v2026 makes it a
@@ -94,12 +96,14 @@ func openStdio(t *testing.T, srv *server.Server, v2026 bool, caps map[string]any
 // close ends the session, as a client that goes away does, and waits for
 // the server to end it.
 func (c *stdioClient) close() {
-	c.in.Close()
-	select {
-	case <-c.done:
-	case <-time.After(10 * time.Second):
-		c.t.Error("ServeStdio did not return within 10s after its input ended")
-	}
+	c.closeOnce.Do(func() {
+		c.in.Close()
+		select {
+		case <-c.done:
+		case <-time.After(10 * time.Second):
+			c.t.Error("ServeStdio did not return within 10s after its input ended")
+		}
+	})
 }
 
 func (c *stdioClient) write(msg map[string]any) {
@@ -398,5 +402,245 @@ func TestTask2026Cancel(t *testing.T) {
 	// Cancelling again is acknowledged as well: cancelling is cooperative.
 	if _, err := c.call("tasks/cancel", map[string]any{"taskId": tk.TaskID}); err != nil {
 		t.Errorf("tasks/cancel of an ended task: %v", err)
+	}
+}
+
+// A task's question waits for its client across a reconnect (MCP
+// 2026-07-28): the client that made the task goes away while the task asks
+// something; a new session that presents the task's ID sees it
+// input_required, with the question as an input request, and answers it
+// with tasks/update; a session that presents another ID gets nothing.
+func TestTask2026QuestionAfterReconnect(t *testing.T) {
+	srv := server.New(newEngine(t, testTools()...), v2026Tasks)
+	t.Cleanup(func() { srv.Close() })
+	elicit := map[string]any{"elicitation": map[string]any{}}
+	a := openStdio(t, srv, true, elicit)
+	res, err := a.call("tools/call", map[string]any{"name": "confirm", "arguments": map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := decodeTask(t, "tools/call", res)
+	if tk.ResultType != "task" || tk.Status != "input_required" {
+		t.Fatalf("a call that asks at once: want a task waiting for input, got %s", res)
+	}
+	a.close()
+
+	b := openStdio(t, srv, true, elicit)
+	// Another ID — a guess, or a task that is not there — gets the answer
+	// for no task at all, and answers nothing.
+	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		_, err := b.call(m, map[string]any{"taskId": "AAAAAAAAAAAAAAAAAAAAAA", "inputResponses": map[string]any{}})
+		var re *rpcError
+		if !errors.As(err, &re) || re.Code != -32602 {
+			t.Errorf("%s of an unknown task: %v, want -32602", m, err)
+		}
+	}
+	got := b.poll(tk.TaskID, "input_required")
+	if len(got.InputRequests) != 1 {
+		t.Fatalf("the waiting task: want one input request, got %+v", got)
+	}
+	var key string
+	var ir struct {
+		Method string `json:"method"`
+		Params struct {
+			Message string `json:"message"`
+		} `json:"params"`
+	}
+	for k, v := range got.InputRequests {
+		key = k
+		json.Unmarshal(v, &ir)
+	}
+	if ir.Method != "elicitation/create" || ir.Params.Message != "Go on?" {
+		t.Errorf("the input request: %s %+v", got.InputRequests[key], ir)
+	}
+	// An answer to a key that is not open is ignored, and the task waits on.
+	if _, err := b.call("tasks/update", map[string]any{"taskId": tk.TaskID,
+		"inputResponses": map[string]any{"nope": map[string]any{"action": "accept", "content": map[string]any{"answer": false}}}}); err != nil {
+		t.Errorf("tasks/update of an unknown key: %v", err)
+	}
+	if got := b.get(tk.TaskID); got.Status != "input_required" {
+		t.Errorf("after an answer to no question: %+v", got)
+	}
+	res, err = b.call("tasks/update", map[string]any{"taskId": tk.TaskID,
+		"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"answer": true}}}})
+	if err != nil || strings.TrimSpace(string(res)) != `{"resultType":"complete"}` {
+		t.Errorf("tasks/update: %s %v", res, err)
+	}
+	done := b.poll(tk.TaskID, "completed", "failed", "cancelled")
+	if done.Status != "completed" || done.Result == nil || done.Result.IsError || done.Result.Content[0].Text != "went on" {
+		t.Errorf("the answered task: %+v", done)
+	}
+}
+
+// Task status notifications: a client of 2026-07-28 that listens for its
+// task (subscriptions/listen with taskIds) gets notifications/tasks, the
+// task whole, marked with its listen; one of 2025-11-25 gets
+// notifications/tasks/status for the tasks it holds.
+func TestTaskStatusNotifications(t *testing.T) {
+	g := newGate()
+	srv := server.New(newEngine(t, g.tool()), v2026Tasks)
+	t.Cleanup(func() { srv.Close() })
+
+	c := openStdio(t, srv, true, map[string]any{})
+	res, err := c.call("tools/call", map[string]any{"name": "gate", "arguments": map[string]any{"word": "n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := decodeTask(t, "tools/call", res)
+	listenID, _ := c.start("subscriptions/listen", map[string]any{"notifications": map[string]any{
+		"taskIds": []string{tk.TaskID, "AAAAAAAAAAAAAAAAAAAAAA"}}})
+	ack := c.note("notifications/subscriptions/acknowledged")
+	var ap struct {
+		Notifications struct {
+			TaskIDs []string `json:"taskIds"`
+		} `json:"notifications"`
+		Meta map[string]any `json:"_meta"`
+	}
+	if json.Unmarshal(ack["params"], &ap) != nil || len(ap.Notifications.TaskIDs) != 1 ||
+		ap.Notifications.TaskIDs[0] != tk.TaskID || ap.Meta["io.modelcontextprotocol/subscriptionId"] != float64(listenID) {
+		t.Errorf("the acknowledgement: want the one task that exists, for listen %d, got %s", listenID, ack["params"])
+	}
+	wait(t, g.entered, "the task's call starting")
+	close(g.release)
+	n := c.note("notifications/tasks")
+	got := decodeTask(t, "notifications/tasks", n["params"])
+	if got.TaskID != tk.TaskID || got.Status != "completed" || got.Result == nil ||
+		got.Result.Content[0].Text != "through: n" || got.Meta["io.modelcontextprotocol/subscriptionId"] != float64(listenID) {
+		t.Errorf("notifications/tasks: %s", n["params"])
+	}
+
+	// A client of 2025-11-25, over standard input too.
+	g = newGate()
+	srv2 := server.New(newEngine(t, g.tool()), server.Options{})
+	t.Cleanup(func() { srv2.Close() })
+	old := openStdio(t, srv2, false, map[string]any{})
+	res, err = old.call("tools/call", map[string]any{"name": "gate", "arguments": map[string]any{"word": "o"},
+		"task": map[string]any{"ttl": 60000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ct struct {
+		Task wireTask `json:"task"`
+	}
+	if json.Unmarshal(res, &ct) != nil || ct.Task.TaskID == "" {
+		t.Fatalf("tools/call with a task: %s", res)
+	}
+	wait(t, g.entered, "the task's call starting")
+	close(g.release)
+	n = old.note("notifications/tasks/status")
+	var st wireTask
+	if json.Unmarshal(n["params"], &st) != nil || st.TaskID != ct.Task.TaskID || st.Status != "completed" {
+		t.Errorf("notifications/tasks/status: %s", n["params"])
+	}
+}
+
+// withToken sends a bearer token with every request.
+type withToken string
+
+func (tk withToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(tk))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// A task's question follows its client across a reconnect (MCP 2025-11-25,
+// over streamable HTTP): Alice's session goes away without answering; in
+// her new session tasks/get says input_required, and the question comes on
+// the stream of her tasks/result, where she answers it. Bob, who presents
+// her task's ID, gets the answer for no task, and never sees the question.
+func TestTaskQuestionFollowsReconnect(t *testing.T) {
+	srv := server.New(newEngine(t, testTools()...), server.Options{})
+	url := serveTasks(t, srv, users)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type asked struct {
+		who string
+		req *sdk.ElicitRequest
+	}
+	questions := make(chan asked, 4)
+	leave := make(chan struct{})
+	connect := func(who, token string, answer bool) *sdk.ClientSession {
+		c := sdk.NewClient(&sdk.Implementation{Name: who}, &sdk.ClientOptions{
+			ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				questions <- asked{who, r}
+				if !answer {
+					// A client that goes away without answering.
+					<-leave
+					return nil, errors.New("gone")
+				}
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": true}}, nil
+			},
+		})
+		for _, err := range []error{
+			sdk.AddSendingCustomMethod[*taskIDIn, *taskOut](c, "tasks/get"),
+			sdk.AddSendingCustomMethod[*taskIDIn, *sdk.CallToolResult](c, "tasks/result"),
+			sdk.AddSendingCustomMethod[*listIn, *listOut](c, "tasks/list"),
+		} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url,
+			HTTPClient: &http.Client{Transport: withToken(token)}}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatalf("%s connecting: %v", who, err)
+		}
+		return cs
+	}
+	next := func(what string) asked {
+		t.Helper()
+		select {
+		case q := <-questions:
+			return q
+		case <-ctx.Done():
+			t.Fatalf("%s: no question came", what)
+			return asked{}
+		}
+	}
+
+	alice := connect("alice", "alice-token", false)
+	if _, err := alice.CallTool(ctx, &sdk.CallToolParams{Name: "confirm", Arguments: map[string]any{},
+		Meta: sdk.Meta{"lathe/task": map[string]any{"ttl": 60000}}}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := sdk.CallCustomMethod[*listIn, *listOut](ctx, alice, "tasks/list", &listIn{})
+	if err != nil || len(l.Tasks) != 1 {
+		t.Fatalf("tasks/list: %+v %v", l, err)
+	}
+	id := l.Tasks[0].TaskID
+	if q := next("the task's first question"); q.who != "alice" {
+		t.Fatalf("the question went to %s, want the session that made the task", q.who)
+	}
+	close(leave)
+	alice.Close()
+
+	bob := connect("bob", "bob-token", true)
+	defer bob.Close()
+	for _, m := range []string{"tasks/get", "tasks/result"} {
+		if _, err := sdk.CallCustomMethod[*taskIDIn, *taskOut](ctx, bob, m, &taskIDIn{TaskID: id}); err == nil ||
+			!strings.Contains(err.Error(), "unknown task") {
+			t.Errorf("bob's %s of alice's task: %v, want unknown task", m, err)
+		}
+	}
+
+	alice2 := connect("alice", "alice-token", true)
+	defer alice2.Close()
+	g, err := sdk.CallCustomMethod[*taskIDIn, *taskOut](ctx, alice2, "tasks/get", &taskIDIn{TaskID: id})
+	if err != nil || g.Status != "input_required" {
+		t.Fatalf("the waiting task, from alice's new session: %+v %v", g, err)
+	}
+	res, err := sdk.CallCustomMethod[*taskIDIn, *sdk.CallToolResult](ctx, alice2, "tasks/result", &taskIDIn{TaskID: id})
+	if err != nil || res.IsError || text(res) != "went on" {
+		t.Fatalf("tasks/result in alice's new session: %+v %v", res, err)
+	}
+	q := next("the question in the new session")
+	if rel, _ := q.req.Params.Meta["io.modelcontextprotocol/related-task"].(map[string]any); q.who != "alice" ||
+		rel["taskId"] != id || q.req.Params.Message != "Go on?" {
+		t.Errorf("the question: to %s, meta %v, %q", q.who, q.req.Params.Meta, q.req.Params.Message)
+	}
+	select {
+	case q := <-questions:
+		t.Errorf("a question went to %s as well", q.who)
+	default:
 	}
 }
