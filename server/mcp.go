@@ -593,7 +593,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		return err
 	}
 	// Task notifications go out between the SDK's lines (tasknotify.go).
-	s.addSink(ss, w)
+	defer s.addSink(ss, w)()
 	ended := make(chan error, 1)
 	go func() { ended <- ss.Wait() }()
 	select {
@@ -656,6 +656,8 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 		&sdk.StreamableHTTPOptions{Logger: s.opts.Logger, SessionTimeout: cmp.Or(opts.SessionTimeout, time.Hour),
 			MaxRequestBodyBytes: maxBody})
 	h = s.endOnDelete(h)
+	// Task notifications on the sessions' standalone streams (tasknotify.go).
+	h = s.taskStream(h)
 	if max := cmp.Or(opts.MaxSessions, DefaultMaxSessions); max > 0 {
 		h = s.limitSessions(max, h)
 	}

@@ -1,11 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"maps"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,7 +27,10 @@ import (
 //
 // The SDK sends no notification it does not know, so these are written on
 // the session's connection beside the SDK's messages, each whole: over
-// standard input and output, between the SDK's lines.
+// standard input and output, between the SDK's lines; over streamable HTTP,
+// as events of the session's standalone stream (its GET), while the client
+// holds one open. A session of another transport (Server.MCP() connected
+// to a transport of one's own) gets none: its client polls.
 
 // sink is where a session's task notifications are written.
 type sink struct {
@@ -36,8 +42,9 @@ type sink struct {
 	listen map[string]any // task ID → the subscriptions/listen that asked for it (its JSON-RPC ID)
 }
 
-// addSink makes w the sink of session ss until the session ends.
-func (s *Server) addSink(ss *sdk.ServerSession, w io.Writer) {
+// addSink makes w the sink of session ss until the session ends, or until
+// the returned function is called.
+func (s *Server) addSink(ss *sdk.ServerSession, w io.Writer) (remove func()) {
 	s.track(ss)
 	id := s.sessionID(ss)
 	k := &sink{ss: ss, w: w, out: make(chan []byte, sinkLines), listen: map[string]any{}}
@@ -45,31 +52,48 @@ func (s *Server) addSink(ss *sdk.ServerSession, w io.Writer) {
 	if s.sinks == nil {
 		s.sinks = map[string]*sink{}
 	}
+	if old := s.sinks[id]; old != nil {
+		// A new stream of the session: the subscriptions stay with it.
+		old.mu.Lock()
+		k.listen = old.listen
+		old.mu.Unlock()
+	}
 	s.sinks[id] = k
 	s.mu.Unlock()
-	ended := make(chan struct{})
-	s.wg.Go(func() {
-		ss.Wait()
-		s.mu.Lock()
-		if s.sinks[id] == k {
-			delete(s.sinks, id)
-		}
-		s.mu.Unlock()
-		close(ended)
-	})
+	stop := make(chan struct{})
+	var once sync.Once
+	remove = func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.sinks[id] == k {
+				delete(s.sinks, id)
+			}
+			s.mu.Unlock()
+			close(stop)
+		})
+	}
 	// The lines are written apart from the task that changed: a client
 	// that does not read its input holds up its own notifications, not
 	// the task, nor the server's closing.
 	go func() {
+		ended := make(chan struct{})
+		go func() {
+			ss.Wait()
+			close(ended)
+		}()
 		for {
 			select {
 			case b := <-k.out:
 				_, _ = k.w.Write(b)
 			case <-ended:
+				remove()
+				return
+			case <-stop:
 				return
 			}
 		}
 	}()
+	return remove
 }
 
 // sinkLines bounds the notifications that wait for a session that does not
@@ -272,4 +296,112 @@ func liftListen(full map[string]json.RawMessage) bool {
 		return false
 	}
 	return true
+}
+
+// taskStream makes the standalone stream of a streamable HTTP session (the
+// response to its GET) the sink of the session's task notifications, once
+// the SDK has accepted it: a GET the SDK refuses — another user's session,
+// a second stream — never carries one.
+func (s *Server) taskStream(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
+		if r.Method != http.MethodGet || id == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sw := &sseWriter{ResponseWriter: w}
+		sw.live = func() {
+			if ss := s.httpSession(id); ss != nil {
+				sw.remove = s.addSink(ss, sseInject{sw})
+			}
+		}
+		defer func() {
+			sw.mu.Lock()
+			sw.closed = true
+			remove := sw.remove
+			sw.mu.Unlock()
+			if remove != nil {
+				remove()
+			}
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// httpSession finds the session of a streamable HTTP session ID.
+func (s *Server) httpSession(id string) *sdk.ServerSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs := s.byHTTPID[id]
+	if cs == nil {
+		return nil
+	}
+	for ss, c := range s.sessions {
+		if c == cs {
+			return ss
+		}
+	}
+	return nil
+}
+
+// sseWriter is the response of a standalone stream: the SDK's events and
+// the task notifications go out whole, one after another, and nothing is
+// written once the handler has returned.
+type sseWriter struct {
+	http.ResponseWriter
+	mu     sync.Mutex
+	live   func() // called once the SDK has begun the stream
+	remove func()
+	began  bool
+	closed bool
+}
+
+func (w *sseWriter) WriteHeader(code int) {
+	w.mu.Lock()
+	w.ResponseWriter.WriteHeader(code)
+	begin := code == http.StatusOK && !w.began &&
+		strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream")
+	w.began = w.began || begin
+	w.mu.Unlock()
+	if begin && w.live != nil {
+		w.live()
+	}
+}
+
+func (w *sseWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *sseWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *sseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// sseInject writes a notification's line as an event of the stream.
+type sseInject struct{ w *sseWriter }
+
+func (i sseInject) Write(p []byte) (int, error) {
+	i.w.mu.Lock()
+	defer i.w.mu.Unlock()
+	if i.w.closed || !i.w.began {
+		return 0, io.ErrClosedPipe
+	}
+	var b bytes.Buffer
+	b.WriteString("event: message\ndata: ")
+	b.Write(bytes.TrimRight(p, "\n"))
+	b.WriteString("\n\n")
+	if _, err := i.w.ResponseWriter.Write(b.Bytes()); err != nil {
+		return 0, err
+	}
+	if f, ok := i.w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+	return len(p), nil
 }

@@ -644,3 +644,83 @@ func TestTaskQuestionFollowsReconnect(t *testing.T) {
 	default:
 	}
 }
+
+// openStream opens the standalone stream (GET) of c's session with token,
+// and returns its HTTP status and the messages that come on it.
+func (c *rawClient) openStream(ctx context.Context, token string) (int, <-chan map[string]json.RawMessage) {
+	c.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("GET: %v", err)
+	}
+	msgs := make(chan map[string]json.RawMessage, 16)
+	go func() {
+		defer resp.Body.Close()
+		defer close(msgs)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data:")
+			var m map[string]json.RawMessage
+			if ok && json.Unmarshal([]byte(data), &m) == nil {
+				msgs <- m
+			}
+		}
+	}()
+	return resp.StatusCode, msgs
+}
+
+// Over streamable HTTP, a client of 2025-11-25 is told of its task's status
+// on its session's standalone stream; another user who opens a stream on
+// that session is refused, and takes none of the session's notifications.
+func TestTaskStatusOnStream(t *testing.T) {
+	g := newGate()
+	srv := server.New(newEngine(t, g.tool()), server.Options{})
+	url := serveTasks(t, srv, users)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+
+	alice := dial(t, url, "alice-token")
+	code, msgs := alice.openStream(ctx, "alice-token")
+	if code != http.StatusOK {
+		t.Fatalf("alice's stream: HTTP %d", code)
+	}
+	tk := alice.startTask("gate", map[string]any{"word": "s"}, 60000)
+	wait(t, g.entered, "the task's call starting")
+	bobsView := &rawClient{t: t, url: url, sid: alice.sid}
+	if code, bobMsgs := bobsView.openStream(ctx, "bob-token"); code == http.StatusOK {
+		t.Errorf("bob opened a stream on alice's session")
+	} else {
+		for m := range bobMsgs {
+			t.Errorf("bob's refused stream carried %s", m["method"])
+		}
+	}
+	close(g.release)
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				t.Fatal("alice's stream ended before the task's status came")
+			}
+			if string(m["method"]) != `"notifications/tasks/status"` {
+				continue
+			}
+			var w wireTask
+			if json.Unmarshal(m["params"], &w) != nil || w.TaskID != tk.TaskID {
+				t.Fatalf("notifications/tasks/status: %s", m["params"])
+			}
+			if w.Status == "completed" {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no notifications/tasks/status saying completed on alice's stream")
+		}
+	}
+}
