@@ -24,8 +24,10 @@ import (
 // The client polls tasks/get, which carries the task's status and, as they
 // come, its open questions (inputRequests), its result or its error; it
 // answers the questions with tasks/update and cancels with tasks/cancel.
-// There is no tasks/list and no tasks/result. The store, the IDs and their
-// binding to a principal, the TTL and the bounds are those of tasks.go.
+// The extension has no tasks/list and no tasks/result; lathe answers them
+// all the same, outside it, for a task made with _meta["lathe/task"]. The
+// store, the IDs and their binding to a principal, the TTL and the bounds
+// are those of tasks.go.
 
 // extTasks names the tasks extension.
 const extTasks = "io.modelcontextprotocol/tasks"
