@@ -136,10 +136,6 @@ type task struct {
 	timer     *time.Timer
 	done      chan struct{} // closed when the call has ended and result is set
 
-	// v2026 says the task was made for a client of the tasks extension
-	// of MCP 2026-07-28: its questions wait to be fetched with tasks/get
-	// and answered with tasks/update, and are not sent to any session.
-	v2026 bool
 	// asked is closed at the task's first question (see startTask2026).
 	asked chan struct{}
 
@@ -213,14 +209,14 @@ func (ts *taskStore) ttl(spec any) (time.Duration, error) {
 }
 
 // add makes a task for principal, made by session sid.
-func (ts *taskStore) add(principal, sid string, ttl time.Duration, v2026 bool, cancel context.CancelFunc) (*task, error) {
+func (ts *taskStore) add(principal, sid string, ttl time.Duration, cancel context.CancelFunc) (*task, error) {
 	var b [16]byte
 	rand.Read(b[:])
 	now := time.Now()
 	t := &task{id: base64.RawURLEncoding.EncodeToString(b[:]), principal: principal, owner: principal,
 		holders: map[string]bool{sid: true}, created: now, updated: now, ttl: ttl, cancel: cancel,
 		done: make(chan struct{}), asked: make(chan struct{}), status: mcpconv.TaskWorking,
-		routes: map[*route]struct{}{}, v2026: v2026}
+		routes: map[*route]struct{}{}}
 	if principal == "" {
 		t.owner = "session " + sid
 	}
@@ -609,7 +605,7 @@ func (s *Server) startTask(req *sdk.CallToolRequest, spec any) (sdk.Result, erro
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.launch(req, ttl, false)
+	t, err := s.launch(req, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -633,14 +629,15 @@ func (s *Server) taskTool(name string, spec any) (time.Duration, error) {
 	return s.tasks.ttl(spec)
 }
 
-// launch makes a task of the call req and starts the call.
-func (s *Server) launch(req *sdk.CallToolRequest, ttl time.Duration, v2026 bool) (*task, error) {
+// launch makes a task of the call req and starts the call. Its questions
+// go to no session until one is attached (taskinput.go).
+func (s *Server) launch(req *sdk.CallToolRequest, ttl time.Duration) (*task, error) {
 	name := req.Params.Name
 	def, _ := s.e.Lookup(name)
 	// The call outlives its request: it ends with the task (cancelled, or
 	// at its TTL) or the server, never with the session that made it.
 	ctx, cancel := context.WithCancel(context.Background())
-	t, err := s.tasks.add(principalOf(req), s.sessionID(req.Session), ttl, v2026, cancel)
+	t, err := s.tasks.add(principalOf(req), s.sessionID(req.Session), ttl, cancel)
 	if err != nil {
 		cancel()
 		return nil, err

@@ -164,7 +164,9 @@ func (s *Server) startTask2026(ctx context.Context, req *sdk.CallToolRequest) (r
 	if err != nil {
 		return nil, true, err
 	}
-	t, err := s.launch(req, ttl, true)
+	// Its questions are sent to no session: they wait to be fetched with
+	// tasks/get and answered with tasks/update.
+	t, err := s.launch(req, ttl)
 	if err != nil {
 		return nil, false, nil
 	}
