@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -722,5 +723,54 @@ func TestTaskStatusOnStream(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("no notifications/tasks/status saying completed on alice's stream")
 		}
+	}
+}
+
+// recordDiscover keeps the body of the answer to server/discover.
+type recordDiscover struct {
+	mu   sync.Mutex
+	body []byte
+}
+
+func (r *recordDiscover) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil || req.Header.Get("Mcp-Method") != "server/discover" {
+		return resp, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	r.mu.Lock()
+	r.body = b
+	r.mu.Unlock()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, err
+}
+
+// Over streamable HTTP, where lathe offers the versions up to 2025-11-25,
+// server/discover does not advertise the extension of 2026-07-28: a
+// go-sdk client of 2026-07-28 initializes with 2025-11-25 there (where
+// initialize advertises the tasks of 2025-11-25, as dial checks).
+func TestTask2026NotOverHTTP(t *testing.T) {
+	srv := server.New(newEngine(t, testTools()...), server.Options{})
+	url := serveTasks(t, srv, nil)
+	rec := &recordDiscover{}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "new"}, nil).Connect(ctx,
+		&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rec}},
+		&sdk.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	rec.mu.Lock()
+	body := string(rec.body)
+	rec.mu.Unlock()
+	if !strings.Contains(body, "supportedVersions") || strings.Contains(body, "2026-07-28") ||
+		strings.Contains(body, "io.modelcontextprotocol/tasks") {
+		t.Errorf("server/discover over HTTP: %s", body)
+	}
+	if ir := cs.InitializeResult(); ir == nil || ir.ProtocolVersion != "2025-11-25" {
+		t.Fatalf("the session's version: %+v", ir)
 	}
 }

@@ -34,6 +34,9 @@ type rawClient struct {
 	token string
 	sid   string
 	id    int
+	// version is the protocol version a request without a session
+	// names in its header.
+	version string
 }
 
 type rpcError struct {
@@ -95,6 +98,8 @@ func (c *rawClient) send(method string, params any, call bool) (json.RawMessage,
 	if c.sid != "" {
 		req.Header.Set("Mcp-Session-Id", c.sid)
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	} else if c.version != "" {
+		req.Header.Set("Mcp-Protocol-Version", c.version)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
