@@ -14,6 +14,7 @@ import (
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/config"
+	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
 	"github.com/lathe-tools/lathe/tool"
@@ -58,6 +59,7 @@ func (w *Workspace) loadLocal(ctx context.Context, opts *Options, known map[stri
 		closeAll(l.tools)
 		return &ConfigError{err}
 	}
+	w.Declared = l.declared
 	for _, name := range slices.Sorted(maps.Keys(l.dropped)) {
 		known[name] = true
 		opts.warn(l.dropped[name])
@@ -128,6 +130,8 @@ type localLoader struct {
 	// dropped holds, by name, the tools left out because what their binary
 	// said of them is unusable.
 	dropped map[string]error
+	// declared holds what confined tools declared they need (declare).
+	declared map[string]host.Permissions
 }
 
 // leaveOut records that the tool name is left out, and why. A binary's
