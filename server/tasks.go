@@ -720,8 +720,9 @@ func withTaskSupport(res sdk.Result) sdk.Result {
 // its _meta, where the SDK keeps it (see [mcpconv.TaskMetaKey]). readBody
 // calls it on every body it has read.
 func liftTaskBody(b []byte) []byte {
-	// Most bodies ask for no task, and are passed on without being parsed.
-	if !bytes.Contains(b, []byte(`"task"`)) && !bytes.Contains(b, []byte(`"taskIds"`)) {
+	// Most bodies ask for no task, and are passed on without being parsed:
+	// one scan finds both "task" and "taskIds".
+	if !bytes.Contains(b, []byte(`"task`)) {
 		return b
 	}
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
