@@ -774,3 +774,107 @@ func TestTask2026NotOverHTTP(t *testing.T) {
 		t.Fatalf("the session's version: %+v", ir)
 	}
 }
+
+// A task's question that nobody answers waits no longer than the task
+// lives: at its TTL the question is given up — its request cancelled — and
+// the task is cancelled and forgotten.
+func TestTaskQuestionEndsWithTTL(t *testing.T) {
+	srv := server.New(newEngine(t, testTools()...), server.Options{Tasks: server.TaskOptions{
+		Promote: 20 * time.Millisecond, DefaultTTL: 300 * time.Millisecond}})
+	t.Cleanup(func() { srv.Close() })
+	elicit := map[string]any{"elicitation": map[string]any{}}
+
+	// Under 2025-11-25 the session that made the task is asked, and does
+	// not answer.
+	a := openStdio(t, srv, false, elicit)
+	res, err := a.call("tools/call", map[string]any{"name": "confirm", "arguments": map[string]any{},
+		"task": map[string]any{"ttl": 300}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ct struct {
+		Task wireTask `json:"task"`
+	}
+	if json.Unmarshal(res, &ct) != nil || ct.Task.TaskID == "" {
+		t.Fatalf("tools/call with a task: %s", res)
+	}
+	q := a.note("elicitation/create")
+	cancelled := a.note("notifications/cancelled")
+	var cp struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(cancelled["params"], &cp) != nil || string(cp.RequestID) != string(q["id"]) {
+		t.Errorf("at the task's TTL: cancelled %s, want the question's request %s", cancelled["params"], q["id"])
+	}
+
+	// Under 2026-07-28 the question waits in the task, whose client went
+	// away; after the TTL the task is gone.
+	c := openStdio(t, srv, true, elicit)
+	res, err = c.call("tools/call", map[string]any{"name": "confirm", "arguments": map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := decodeTask(t, "tools/call", res)
+	if tk.Status != "input_required" {
+		t.Fatalf("want a task waiting for its answer, got %s", res)
+	}
+	c.close()
+	d := openStdio(t, srv, true, map[string]any{})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := d.call("tasks/get", map[string]any{"taskId": tk.TaskID}); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the task waiting for an answer is still there 5s after its TTL of 300ms")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Under 2025-11-25, a task's question goes to every session there to take
+// it — the one that made the task, one waiting in tasks/result — and the
+// first answer counts: the request still open on the other is cancelled.
+func TestTaskQuestionFirstAnswerCounts(t *testing.T) {
+	srv := server.New(newEngine(t, testTools()...), server.Options{})
+	t.Cleanup(func() { srv.Close() })
+	elicit := map[string]any{"elicitation": map[string]any{}}
+	a := openStdio(t, srv, false, elicit)
+	res, err := a.call("tools/call", map[string]any{"name": "confirm", "arguments": map[string]any{},
+		"task": map[string]any{"ttl": 60000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ct struct {
+		Task wireTask `json:"task"`
+	}
+	if json.Unmarshal(res, &ct) != nil || ct.Task.TaskID == "" {
+		t.Fatalf("tools/call with a task: %s", res)
+	}
+	toA := a.note("elicitation/create")
+
+	b := openStdio(t, srv, false, elicit)
+	_, result := b.start("tasks/result", map[string]any{"taskId": ct.Task.TaskID})
+	toB := b.note("elicitation/create")
+	var meta struct {
+		Meta map[string]map[string]string `json:"_meta"`
+	}
+	if json.Unmarshal(toB["params"], &meta) != nil || meta.Meta["io.modelcontextprotocol/related-task"]["taskId"] != ct.Task.TaskID {
+		t.Errorf("the question on tasks/result does not name its task: %s", toB["params"])
+	}
+	var reqID any
+	json.Unmarshal(toB["id"], &reqID)
+	b.write(map[string]any{"jsonrpc": "2.0", "id": reqID,
+		"result": map[string]any{"action": "accept", "content": map[string]any{"answer": true}}})
+	out, err := b.await("tasks/result", result)
+	if err != nil || !strings.Contains(string(out), "went on") {
+		t.Fatalf("tasks/result after b's answer: %s %v", out, err)
+	}
+	cancelled := a.note("notifications/cancelled")
+	var cp struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(cancelled["params"], &cp) != nil || string(cp.RequestID) != string(toA["id"]) {
+		t.Errorf("the question left open on a's session: cancelled %s, want request %s", cancelled["params"], toA["id"])
+	}
+}
