@@ -58,6 +58,13 @@ func declaresTasks(meta map[string]any) bool {
 	if !ok {
 		return false
 	}
+	// As decoded from JSON, without encoding it again; a value a program
+	// put there itself is read through JSON.
+	if m, ok := v.(map[string]any); ok {
+		ext, _ := m["extensions"].(map[string]any)
+		_, ok := ext[extTasks]
+		return ok
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return false
