@@ -52,12 +52,7 @@ func (s *Server) addSink(ss *sdk.ServerSession, w io.Writer) (remove func()) {
 	if s.sinks == nil {
 		s.sinks = map[string]*sink{}
 	}
-	if old := s.sinks[id]; old != nil {
-		// A new stream of the session: the subscriptions stay with it.
-		old.mu.Lock()
-		k.listen = old.listen
-		old.mu.Unlock()
-	}
+	// A new stream of the session replaces the one before it.
 	s.sinks[id] = k
 	s.mu.Unlock()
 	stop := make(chan struct{})
