@@ -488,6 +488,13 @@ func TestTaskStatusNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	tk := decodeTask(t, "tools/call", res)
+	// Task notifications need the extension declared.
+	_, err = c.call("subscriptions/listen", map[string]any{"_meta": c.meta(false),
+		"notifications": map[string]any{"taskIds": []string{tk.TaskID}}})
+	var re *rpcError
+	if !errors.As(err, &re) || re.Code != -32021 {
+		t.Errorf("subscriptions/listen for a task without the extension declared: %v, want -32021", err)
+	}
 	listenID, _ := c.start("subscriptions/listen", map[string]any{"notifications": map[string]any{
 		"taskIds": []string{tk.TaskID, "AAAAAAAAAAAAAAAAAAAAAA"}}})
 	ack := c.note("notifications/subscriptions/acknowledged")
