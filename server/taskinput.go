@@ -31,7 +31,9 @@ import (
 //     and any session that waits in tasks/result for the task (as the
 //     protocol asks a client that sees input_required to do), on the stream
 //     of its tasks/result. The first answer counts; the requests still open
-//     elsewhere are cancelled.
+//     elsewhere are cancelled. A client that refuses the request has
+//     answered (as for a call that is no task); one whose session ends
+//     leaves the question to the next.
 //
 // Either way only a client that presents the task's ID as its principal
 // (tasks.go) reaches the question, and a question nobody answers ends as
@@ -40,11 +42,17 @@ import (
 // question is one question of a task's call to its client.
 type question struct {
 	key    string
-	req    sdk.InputRequest       // *sdk.ElicitParams or *sdk.CreateMessageParams
-	answer chan sdk.InputResponse // buffered: the first answer
-	done   chan struct{}          // closed when the question is answered or given up
-	sent   map[*route]bool        // the routes it has been sent on; guarded by taskStore.mu
-	stop   map[*route]func()      // cancels its request on a route; guarded by taskStore.mu
+	req    sdk.InputRequest  // *sdk.ElicitParams or *sdk.CreateMessageParams
+	answer chan reply        // buffered: the first answer
+	done   chan struct{}     // closed when the question is answered or given up
+	sent   map[*route]bool   // the routes it has been sent on; guarded by taskStore.mu
+	stop   map[*route]func() // cancels its request on a route; guarded by taskStore.mu
+}
+
+// reply is a client's answer to a question, or its refusal.
+type reply struct {
+	a   sdk.InputResponse
+	err error
 }
 
 // route is a session a task's questions are sent to, while ctx lasts.
@@ -94,7 +102,7 @@ func (a taskAsker) CreateMessage(ctx context.Context, p *sdk.CreateMessageParams
 
 // ask puts req to t's client and waits for the answer, or for ctx to end.
 func (ts *taskStore) ask(ctx context.Context, t *task, req sdk.InputRequest) (sdk.InputResponse, error) {
-	q := &question{req: req, answer: make(chan sdk.InputResponse, 1), done: make(chan struct{}),
+	q := &question{req: req, answer: make(chan reply, 1), done: make(chan struct{}),
 		sent: map[*route]bool{}, stop: map[*route]func(){}}
 	ts.mu.Lock()
 	if mcpconv.Terminal(t.status) {
@@ -116,8 +124,8 @@ func (ts *taskStore) ask(ctx context.Context, t *task, req sdk.InputRequest) (sd
 	ts.notify(t)
 	defer ts.settle(t, q)
 	select {
-	case a := <-q.answer:
-		return a, nil
+	case r := <-q.answer:
+		return r.a, r.err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("the client did not answer: %w", context.Cause(ctx))
 	}
@@ -155,6 +163,14 @@ func (ts *taskStore) settle(t *task, q *question) {
 // it was. An answer to a question that is not open (never asked, answered
 // already, given up) is ignored, as MCP asks.
 func (ts *taskStore) answer(t *task, key string, a sdk.InputResponse) bool {
+	if a == nil {
+		return false
+	}
+	return ts.reply(t, key, reply{a: a})
+}
+
+// reply ends the question key of t with r, if it is open.
+func (ts *taskStore) reply(t *task, key string, r reply) bool {
 	ts.mu.Lock()
 	var q *question
 	for _, o := range t.open {
@@ -163,11 +179,11 @@ func (ts *taskStore) answer(t *task, key string, a sdk.InputResponse) bool {
 		}
 	}
 	ts.mu.Unlock()
-	if q == nil || a == nil {
+	if q == nil {
 		return false
 	}
 	select {
-	case q.answer <- a:
+	case q.answer <- r:
 	default:
 		// Answered already, a moment ago.
 		return false
@@ -223,10 +239,16 @@ func (ts *taskStore) sendLocked(t *task, q *question, r *route) {
 		default:
 			err = fmt.Errorf("a question of type %T cannot be sent", q.req)
 		}
-		// A session that could not be asked (gone, or refusing) leaves
-		// the question open for another.
-		if err == nil && a != nil {
+		switch {
+		case err == nil:
 			ts.answer(t, q.key, a)
+		case ctx.Err() != nil || errors.Is(err, sdk.ErrConnectionClosed):
+			// The session went away, or the question was settled: it
+			// stays open for another session.
+		default:
+			// The client refused it (it cannot be asked, say): that is
+			// its answer, as for a question of a call that is no task.
+			ts.reply(t, q.key, reply{err: err})
 		}
 	}()
 }

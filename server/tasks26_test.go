@@ -552,10 +552,11 @@ func (tk withToken) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // A task's question follows its client across a reconnect (MCP 2025-11-25,
-// over streamable HTTP): Alice's session goes away without answering; in
-// her new session tasks/get says input_required, and the question comes on
-// the stream of her tasks/result, where she answers it. Bob, who presents
-// her task's ID, gets the answer for no task, and never sees the question.
+// over streamable HTTP): Alice's session, asked on its stream, goes away
+// without answering; in her new session tasks/get says input_required, and
+// the question comes on the stream of her tasks/result, where she answers
+// it. Bob, who presents her task's ID, gets the answer for no task, and
+// never sees the question.
 func TestTaskQuestionFollowsReconnect(t *testing.T) {
 	srv := server.New(newEngine(t, testTools()...), server.Options{})
 	url := serveTasks(t, srv, users)
@@ -566,23 +567,16 @@ func TestTaskQuestionFollowsReconnect(t *testing.T) {
 		req *sdk.ElicitRequest
 	}
 	questions := make(chan asked, 4)
-	leave := make(chan struct{})
-	connect := func(who, token string, answer bool) *sdk.ClientSession {
+	connect := func(who, token string) *sdk.ClientSession {
 		c := sdk.NewClient(&sdk.Implementation{Name: who}, &sdk.ClientOptions{
 			ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 				questions <- asked{who, r}
-				if !answer {
-					// A client that goes away without answering.
-					<-leave
-					return nil, errors.New("gone")
-				}
 				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": true}}, nil
 			},
 		})
 		for _, err := range []error{
 			sdk.AddSendingCustomMethod[*taskIDIn, *taskOut](c, "tasks/get"),
 			sdk.AddSendingCustomMethod[*taskIDIn, *sdk.CallToolResult](c, "tasks/result"),
-			sdk.AddSendingCustomMethod[*listIn, *listOut](c, "tasks/list"),
 		} {
 			if err != nil {
 				t.Fatal(err)
@@ -595,61 +589,92 @@ func TestTaskQuestionFollowsReconnect(t *testing.T) {
 		}
 		return cs
 	}
-	next := func(what string) asked {
-		t.Helper()
+
+	alice := dialWith(t, url, "alice-token", map[string]any{"elicitation": map[string]any{}})
+	_, msgs := alice.openStream(ctx, "alice-token")
+	tk := alice.startTask("confirm", map[string]any{}, 60000)
+	for asked := false; !asked; {
 		select {
-		case q := <-questions:
-			return q
+		case m := <-msgs:
+			asked = string(m["method"]) == `"elicitation/create"`
 		case <-ctx.Done():
-			t.Fatalf("%s: no question came", what)
-			return asked{}
+			t.Fatal("the task's question did not reach the session that made it")
 		}
 	}
+	// Alice goes away without answering.
+	alice.close()
 
-	alice := connect("alice", "alice-token", false)
-	if _, err := alice.CallTool(ctx, &sdk.CallToolParams{Name: "confirm", Arguments: map[string]any{},
-		Meta: sdk.Meta{"lathe/task": map[string]any{"ttl": 60000}}}); err != nil {
-		t.Fatal(err)
-	}
-	l, err := sdk.CallCustomMethod[*listIn, *listOut](ctx, alice, "tasks/list", &listIn{})
-	if err != nil || len(l.Tasks) != 1 {
-		t.Fatalf("tasks/list: %+v %v", l, err)
-	}
-	id := l.Tasks[0].TaskID
-	if q := next("the task's first question"); q.who != "alice" {
-		t.Fatalf("the question went to %s, want the session that made the task", q.who)
-	}
-	close(leave)
-	alice.Close()
-
-	bob := connect("bob", "bob-token", true)
+	bob := connect("bob", "bob-token")
 	defer bob.Close()
 	for _, m := range []string{"tasks/get", "tasks/result"} {
-		if _, err := sdk.CallCustomMethod[*taskIDIn, *taskOut](ctx, bob, m, &taskIDIn{TaskID: id}); err == nil ||
+		if _, err := sdk.CallCustomMethod[*taskIDIn, *taskOut](ctx, bob, m, &taskIDIn{TaskID: tk.TaskID}); err == nil ||
 			!strings.Contains(err.Error(), "unknown task") {
 			t.Errorf("bob's %s of alice's task: %v, want unknown task", m, err)
 		}
 	}
 
-	alice2 := connect("alice", "alice-token", true)
+	alice2 := connect("alice", "alice-token")
 	defer alice2.Close()
-	g, err := sdk.CallCustomMethod[*taskIDIn, *taskOut](ctx, alice2, "tasks/get", &taskIDIn{TaskID: id})
+	g, err := sdk.CallCustomMethod[*taskIDIn, *taskOut](ctx, alice2, "tasks/get", &taskIDIn{TaskID: tk.TaskID})
 	if err != nil || g.Status != "input_required" {
 		t.Fatalf("the waiting task, from alice's new session: %+v %v", g, err)
 	}
-	res, err := sdk.CallCustomMethod[*taskIDIn, *sdk.CallToolResult](ctx, alice2, "tasks/result", &taskIDIn{TaskID: id})
+	res, err := sdk.CallCustomMethod[*taskIDIn, *sdk.CallToolResult](ctx, alice2, "tasks/result", &taskIDIn{TaskID: tk.TaskID})
 	if err != nil || res.IsError || text(res) != "went on" {
 		t.Fatalf("tasks/result in alice's new session: %+v %v", res, err)
 	}
-	q := next("the question in the new session")
+	var q asked
+	select {
+	case q = <-questions:
+	default:
+		t.Fatal("the question did not reach alice's new session")
+	}
 	if rel, _ := q.req.Params.Meta["io.modelcontextprotocol/related-task"].(map[string]any); q.who != "alice" ||
-		rel["taskId"] != id || q.req.Params.Message != "Go on?" {
+		rel["taskId"] != tk.TaskID || q.req.Params.Message != "Go on?" {
 		t.Errorf("the question: to %s, meta %v, %q", q.who, q.req.Params.Meta, q.req.Params.Message)
 	}
 	select {
 	case q := <-questions:
 		t.Errorf("a question went to %s as well", q.who)
 	default:
+	}
+}
+
+// A client that refuses a task's question (it cannot be asked) has
+// answered it: the call goes on as a call whose question was refused, and
+// does not wait for another client.
+func TestTaskQuestionRefused(t *testing.T) {
+	srv := server.New(newEngine(t, testTools()...), server.Options{})
+	url := serveTasks(t, srv, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c := sdk.NewClient(&sdk.Implementation{Name: "refuser"}, &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return nil, errors.New("no one here to ask")
+		},
+	})
+	if err := sdk.AddSendingCustomMethod[*taskIDIn, *sdk.CallToolResult](c, "tasks/result"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sdk.AddSendingCustomMethod[*listIn, *listOut](c, "tasks/list"); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "confirm", Arguments: map[string]any{},
+		Meta: sdk.Meta{"lathe/task": map[string]any{"ttl": 60000}}}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := sdk.CallCustomMethod[*listIn, *listOut](ctx, cs, "tasks/list", &listIn{})
+	if err != nil || len(l.Tasks) != 1 {
+		t.Fatalf("tasks/list: %+v %v", l, err)
+	}
+	res, err := sdk.CallCustomMethod[*taskIDIn, *sdk.CallToolResult](ctx, cs, "tasks/result", &taskIDIn{TaskID: l.Tasks[0].TaskID})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "no one here to ask") {
+		t.Errorf("a task whose question was refused: %+v %v", res, err)
 	}
 }
 

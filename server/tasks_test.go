@@ -49,8 +49,14 @@ func (e *rpcError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Messag
 // dial opens a session, as a 2025-11-25 client.
 func dial(t *testing.T, url, token string) *rawClient {
 	t.Helper()
+	return dialWith(t, url, token, map[string]any{})
+}
+
+// dialWith opens a session, as a 2025-11-25 client of capabilities caps.
+func dialWith(t *testing.T, url, token string, caps map[string]any) *rawClient {
+	t.Helper()
 	c := &rawClient{t: t, url: url, token: token}
-	res, err := c.rpc("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+	res, err := c.rpc("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": caps,
 		"clientInfo": map[string]any{"name": "raw", "version": "1"}})
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
