@@ -58,13 +58,15 @@ func (w *Workspace) loadLocal(ctx context.Context, opts *Options, known map[stri
 				"[tools.%s] parameters, options and env apply to local tools, and %s is a %s tool", name, name, sourceOf(e, name))})
 		}
 	}
+	// The engine closes the WASM runtime and the hosts of the confined
+	// tools (their workspace descriptors) with itself, after the tools.
+	owned := l.hosts
 	if l.wasm != nil {
-		// The engine closes the WASM runtime and the hosts of its tools
-		// with itself, after the tools.
-		for _, c := range append([]io.Closer{l.wasm}, l.wasmHosts...) {
-			if err := e.Own(c); err != nil {
-				errs = append(errs, err)
-			}
+		owned = append([]io.Closer{l.wasm}, owned...)
+	}
+	for _, c := range owned {
+		if err := e.Own(c); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := joinByPos(errs); err != nil {
@@ -140,8 +142,8 @@ type localLoader struct {
 	local map[string]bool       // names of the tools built
 	pos   map[string]config.Pos // where each was configured
 	// wasm runs the WASM tools, made with the first; the engine owns it.
-	wasm      *wasm.Runtime
-	wasmHosts []io.Closer
+	wasm  *wasm.Runtime
+	hosts []io.Closer
 	// dropped holds, by name, the tools left out because what their binary
 	// said of them is unusable.
 	dropped map[string]error

@@ -60,7 +60,6 @@ func (l *localLoader) wasmModule(name string, argv []string, shell bool, perms c
 	if err != nil {
 		return nil, err
 	}
-	l.wasmHosts = append(l.wasmHosts, h)
 	limits := l.cfg.Sandbox.Limits
 	opts := wasm.Options{
 		Tool: toolName, Host: h, Workspace: h.Workspace(), Perms: h.Permissions(),
