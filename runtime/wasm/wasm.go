@@ -41,12 +41,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lathe-tools/lathe/internal/tail"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/host/scope"
@@ -73,13 +73,6 @@ const (
 // maxModuleBytes bounds a module file read: lathe does not compile a
 // larger one.
 const maxModuleBytes = 512 << 20
-
-// stderrTail is how much of the end of standard error a call keeps, and
-// stderrShown how much of it a failure shows, as for a process tool.
-const (
-	stderrTail  = 8 << 10
-	stderrShown = 2 << 10
-)
 
 // ErrOutputLimit is wrapped by the error of a call whose module wrote more
 // than [Options].MaxOutputBytes to standard output and was stopped.
@@ -480,7 +473,7 @@ func (m *Module) Describe(ctx context.Context) ([]protocol.ToolSchema, error) {
 	}
 	ans, err := protocol.ParseSchema(res.stdout)
 	if err != nil {
-		return nil, fmt.Errorf("%w: asked for its schema, %v (%s)%s", process.ErrNoSchema, err, res.exitText(), stderrNote(res.stderr))
+		return nil, fmt.Errorf("%w: asked for its schema, %v (%s)%s", process.ErrNoSchema, err, res.exitText(), tail.StderrNote(res.stderr))
 	}
 	seen := map[string]bool{}
 	for i, t := range ans.Tools {
@@ -634,7 +627,7 @@ func (m *Module) run(ctx context.Context, def *tool.Definition, action protocol.
 		defer sess.End()
 	}
 	io := newStdio(callCtx, sess, req, m.opts.MaxOutputBytes, cancel)
-	errTail := &tailBuffer{max: stderrTail}
+	errTail := &tail.Buffer{Max: tail.Kept}
 	mem := &memory{limit: uint64(m.opts.MemoryLimit)}
 	cfg := wazero.NewModuleConfig().
 		WithName("").
@@ -674,7 +667,7 @@ func (m *Module) run(ctx context.Context, def *tool.Definition, action protocol.
 		inst.Close(context.Background())
 	}
 	io.flush()
-	res := &result{stdout: io.out, stderr: errTail.bytes()}
+	res := &result{stdout: io.out, stderr: errTail.Bytes()}
 	var exitErr *sys.ExitError
 	switch {
 	case runErr == nil:
@@ -699,13 +692,13 @@ func (m *Module) run(ctx context.Context, def *tool.Definition, action protocol.
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
 			Message: "the runtime was closed while the tool ran"}
 	case !res.exited:
-		return nil, m.fail(def, "execute", m.trapText(runErr, mem)+stderrNote(res.stderr), runErr)
+		return nil, m.fail(def, "execute", m.trapText(runErr, mem)+tail.StderrNote(res.stderr), runErr)
 	}
 	if mem.refused > 0 && res.exit != 0 {
 		// The guest's own runtime turned a failed memory.grow into an
 		// exit (Go's "out of memory" is exit code 2): say what happened.
 		return nil, m.fail(def, "execute", fmt.Sprintf("the tool ran out of memory (it asked for %d MiB, over its limit of %d MiB) and ended (%s) without an answer",
-			mem.refused>>20, mem.limit>>20, res.exitText())+stderrNote(res.stderr), nil)
+			mem.refused>>20, mem.limit>>20, res.exitText())+tail.StderrNote(res.stderr), nil)
 	}
 	return res, nil
 }
@@ -726,7 +719,7 @@ func (m *Module) trapText(err error, mem *memory) string {
 	}
 	if rest != "" {
 		b.WriteString("\n")
-		b.WriteString(lastBytes(rest, stderrShown))
+		b.WriteString(tail.Last(rest, tail.Shown))
 	}
 	return b.String()
 }
@@ -757,13 +750,13 @@ func (m *Module) outcome(def *tool.Definition, res *result) (*tool.Outcome, erro
 	}
 	if err != nil {
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "decode",
-			Message: "the tool's answer breaks protocol v1: " + err.Error() + stderrNote(res.stderr)}
+			Message: "the tool's answer breaks protocol v1: " + err.Error() + tail.StderrNote(res.stderr)}
 	}
 	if res.exit == 0 {
-		return &tool.Outcome{Result: tool.TextResult(text(res.stdout))}, nil
+		return &tool.Outcome{Result: tool.TextResult(tail.Text(res.stdout))}, nil
 	}
 	return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
-		Message: "the tool ended (" + res.exitText() + ") without an answer" + stderrNote(res.stderr)}
+		Message: "the tool ended (" + res.exitText() + ") without an answer" + tail.StderrNote(res.stderr)}
 }
 
 // sessionChecker returns the file check of a session (its Check method).
@@ -807,58 +800,3 @@ func (m *memory) Reallocate(size uint64) []byte {
 }
 
 func (m *memory) Free() { m.buf = nil }
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	buf []byte
-	max int
-}
-
-func (w *tailBuffer) Write(p []byte) (int, error) {
-	n := len(p)
-	if len(p) >= w.max {
-		w.buf = append(w.buf[:0], p[len(p)-w.max:]...)
-		return n, nil
-	}
-	w.buf = append(w.buf, p...)
-	if len(w.buf) > 2*w.max {
-		w.buf = append(w.buf[:0], w.buf[len(w.buf)-w.max:]...)
-	}
-	return n, nil
-}
-
-func (w *tailBuffer) bytes() []byte {
-	if len(w.buf) > w.max {
-		return w.buf[len(w.buf)-w.max:]
-	}
-	return w.buf
-}
-
-func text(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
-}
-
-func stderrNote(stderr []byte) string {
-	s := strings.TrimRight(text(stderr), "\n")
-	if s == "" {
-		return ""
-	}
-	return "\nstderr:\n" + lastBytes(s, stderrShown)
-}
-
-func lastBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := len(s) - n
-	if i := strings.IndexByte(s[cut:], '\n'); i >= 0 && i < n/2 {
-		cut += i + 1
-	}
-	for cut < len(s) && !utf8.RuneStart(s[cut]) {
-		cut++
-	}
-	return "…" + s[cut:]
-}
