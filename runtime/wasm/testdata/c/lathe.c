@@ -341,34 +341,34 @@ int lathe_parse_request(lathe_request *req, char *buf, size_t len, char *err, si
 		set_err(err, errlen, "the request is not a JSON object");
 		return -1;
 	}
-	req->root.p = p;
+	req->object.p = p;
 	p = skip_value(p, end, LATHE_MAX_DEPTH);
 	if (p == NULL) {
 		set_err(err, errlen, "the request is not well-formed JSON, or nests deeper than 64 levels");
 		return -1;
 	}
-	req->root.n = (size_t)(p - req->root.p);
+	req->object.n = (size_t)(p - req->object.p);
 	if (skip_ws(p, end) != end) {
 		set_err(err, errlen, "the request has bytes after its object");
 		return -1;
 	}
-	if (lathe_get(req->root, "protocol", &v) && !lathe_int(v, &req->protocol)) {
+	if (lathe_get(req->object, "protocol", &v) && !lathe_int(v, &req->protocol)) {
 		set_err(err, errlen, "the request's protocol is not an integer");
 		return -1;
 	}
 	v = (lathe_value){0};
-	if (!lathe_get(req->root, "action", &v) || (req->action = lathe_string(v, NULL)) == NULL) {
+	if (!lathe_get(req->object, "action", &v) || (req->action = lathe_string(v, NULL)) == NULL) {
 		set_err(err, errlen, "the request has no action string");
 		return -1;
 	}
 	v = (lathe_value){0};
-	if (lathe_get(req->root, "tool", &v) && (req->tool = lathe_string(v, NULL)) == NULL) {
+	if (lathe_get(req->object, "tool", &v) && (req->tool = lathe_string(v, NULL)) == NULL) {
 		set_err(err, errlen, "the request's tool is not a string");
 		return -1;
 	}
 	req->arguments = (lathe_value){"{}", 2};
 	v = (lathe_value){0};
-	if (lathe_get(req->root, "arguments", &v)) {
+	if (lathe_get(req->object, "arguments", &v)) {
 		if (*v.p != '{') {
 			set_err(err, errlen, "the request's arguments are not an object");
 			return -1;
@@ -376,8 +376,16 @@ int lathe_parse_request(lathe_request *req, char *buf, size_t len, char *err, si
 		req->arguments = v;
 	}
 	v = (lathe_value){0};
-	if (lathe_get(req->root, "answers", &v) && *v.p == '{')
+	if (lathe_get(req->object, "answers", &v) && *v.p == '{')
 		req->answers = v;
+	v = (lathe_value){0};
+	if (lathe_get(req->object, "context", &v)) {
+		lathe_value r = {0};
+		if (lathe_get(v, "root", &r) && (req->workspace = lathe_string(r, NULL)) == NULL) {
+			set_err(err, errlen, "the request's context.root is not a string");
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -421,6 +429,7 @@ void lathe_request_free(lathe_request *req) {
 	free(req->buf);
 	free(req->action);
 	free(req->tool);
+	free(req->workspace);
 	memset(req, 0, sizeof *req);
 }
 

@@ -36,12 +36,13 @@ typedef struct {
 typedef struct {
 	char *buf;             /* the request's bytes, owned */
 	size_t len;
-	lathe_value root;      /* the whole object */
+	lathe_value object;    /* the whole object */
 	long long protocol;    /* the protocol version, 0 when absent */
 	char *action;          /* "run", "schema" or "format_arguments", never NULL */
 	char *tool;            /* the tool's name; NULL when absent */
 	lathe_value arguments; /* an object: "{}" when absent */
 	lathe_value answers;   /* an object; n is 0 when absent */
+	char *workspace;       /* context.root, the workspace root; NULL when absent */
 } lathe_request;
 
 /* lathe_read_request reads the request: one JSON object on one line of
