@@ -1,0 +1,164 @@
+package wasm_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/lathe-tools/lathe/internal/wasmbuild"
+)
+
+// The tools of this file are written in C (testdata/c), on the protocol
+// helper lathe.h, and built with clang for wasm32-wasi by each test that
+// needs them.
+
+// cModules builds the C tools once for the test t: the conformance suite's
+// tools and word_count.
+type cModules struct {
+	conformance, wordCount string
+}
+
+func buildC(t *testing.T) cModules {
+	t.Helper()
+	dir := t.TempDir()
+	c := func(name string) string {
+		return wasmbuild.C(t, filepath.Join(dir, name+".wasm"), "testdata/c/"+name+".c", "testdata/c/lathe.c")
+	}
+	return cModules{conformance: c("conformance"), wordCount: c("wc")}
+}
+
+// bareModule runs a module under wazero alone, with no files: the
+// plainest host there is, for testing the C helper itself.
+type bareModule struct {
+	r  wazero.Runtime
+	cm wazero.CompiledModule
+}
+
+func newBareModule(t *testing.T, path string) *bareModule {
+	t.Helper()
+	ctx := context.Background()
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
+	t.Cleanup(func() { r.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := r.CompileModule(ctx, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bareModule{r: r, cm: cm}
+}
+
+// run runs the module once with stdin and returns its standard output. A
+// tool may exit 1 after an error answer, so its exit status is not
+// checked: the answer is.
+func (m *bareModule) run(t *testing.T, stdin []byte) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	mod, _ := m.r.InstantiateModule(ctx, m.cm, wazero.NewModuleConfig().WithName("").
+		WithStdin(bytes.NewReader(stdin)).WithStdout(&out))
+	if ctx.Err() != nil {
+		t.Fatalf("the module did not end within 30s on %.200q", stdin)
+	}
+	if mod != nil {
+		mod.Close(ctx)
+	}
+	return out.Bytes()
+}
+
+// TestCHelperRequests feeds the C helper requests that a hostile model or a
+// broken host could make it see, and checks that each gets a well-formed
+// answer of the right kind: the helper reads only well-formed JSON, bounds
+// its nesting, decodes every escape, and writes only valid JSON and UTF-8.
+func TestCHelperRequests(t *testing.T) {
+	m := newBareModule(t, buildC(t).conformance)
+	deep := strings.Repeat("[", 100000)
+	for _, tc := range []struct {
+		name, req string
+		want      map[string]any // the answer, or nil for only its type
+		wantType  string
+	}{
+		{"escapes", `{"protocol":1,"action":"run","tool":"echo","arguments":{"text":"h\u00e9 \"q\" \\ \/ \b\f\n\r\t \ud83d\ude00 x\u0000y"}}`,
+			map[string]any{"type": "success", "content": "hé \"q\" \\ / \b\f\n\r\t 😀 x\x00y",
+				"structured": map[string]any{"text": "hé \"q\" \\ / \b\f\n\r\t 😀 x\x00y"}}, ""},
+		{"lone surrogates", `{"action":"run","tool":"echo","arguments":{"text":"a\ud800b\udc00c\ud83d"}}`,
+			map[string]any{"type": "success", "content": "a\uFFFDb\uFFFDc\uFFFD", "structured": map[string]any{"text": "a\uFFFDb\uFFFDc\uFFFD"}}, ""},
+		{"bytes that are not UTF-8", "{\"action\":\"run\",\"tool\":\"echo\",\"arguments\":{\"text\":\"\xff\xc0\x80 ok \xe2\x82\xac \xed\xa0\x80\"}}",
+			map[string]any{"type": "success", "content": "\uFFFD\uFFFD\uFFFD ok € \uFFFD\uFFFD\uFFFD",
+				"structured": map[string]any{"text": "\uFFFD\uFFFD\uFFFD ok € \uFFFD\uFFFD\uFFFD"}}, ""},
+		{"escaped key", `{"action":"run","tool":"echo","arguments":{"te\u0078t":"k"}}`,
+			map[string]any{"type": "success", "content": "k", "structured": map[string]any{"text": "k"}}, ""},
+		{"the last of two members", `{"action":"run","tool":"echo","arguments":{"text":"a","text":"b"}}`,
+			map[string]any{"type": "success", "content": "b", "structured": map[string]any{"text": "b"}}, ""},
+		{"an integer with a zero fraction", `{"action":"run","tool":"huge","arguments":{"size":3.00}}`,
+			map[string]any{"type": "success", "content": "xxx"}, ""},
+		{"an integer past int64", `{"action":"run","tool":"huge","arguments":{"size":99999999999999999999}}`, nil, "error"},
+		{"a fraction", `{"action":"run","tool":"huge","arguments":{"size":1.5}}`, nil, "error"},
+		{"an exponent", `{"action":"run","tool":"huge","arguments":{"size":1e9}}`, nil, "error"},
+		{"a wrong type", `{"action":"run","tool":"echo","arguments":{"text":5}}`, nil, "error"},
+		{"arguments not an object", `{"action":"run","tool":"echo","arguments":[1]}`, nil, "error"},
+		{"no action", `{"tool":"echo","arguments":{"text":"a"}}`, nil, "error"},
+		{"a newer protocol", `{"protocol":2,"action":"run","tool":"echo","arguments":{"text":"a"}}`, nil, "error"},
+		{"an unknown tool", `{"action":"run","tool":"rm -rf /","arguments":{}}`, nil, "error"},
+		{"an unknown action", `{"action":"format_arguments","tool":"echo","arguments":{"text":"a"}}`, nil, "error"},
+		{"deep nesting", deep, nil, "error"},
+		{"deep nesting in an argument", `{"action":"run","tool":"echo","arguments":{"text":"a","x":` + deep + `}}`, nil, "error"},
+		{"unterminated string", `{"action":"run","tool":"echo","arguments":{"text":"a}}`, nil, "error"},
+		{"a raw control character", "{\"action\":\"run\",\"tool\":\"echo\",\"arguments\":{\"text\":\"a\x01\"}}", nil, "error"},
+		{"a bad escape", `{"action":"run","tool":"echo","arguments":{"text":"\x41"}}`, nil, "error"},
+		{"a short \\u", `{"action":"run","tool":"echo","arguments":{"text":"\u12"}}`, nil, "error"},
+		{"bytes after the object", `{"action":"run","tool":"echo","arguments":{"text":"a"}} {}`, nil, "error"},
+		{"not an object", `"run"`, nil, "error"},
+		{"nothing", ``, nil, "error"},
+		{"a question", `{"action":"run","tool":"ask","arguments":{"subject":"<b>\"x\"</b>"}}`,
+			map[string]any{"type": "needs_input", "question": map[string]any{"id": "confirm",
+				"text": "Go ahead with <b>\"x\"</b>?", "answer_type": "boolean"}}, ""},
+		{"an answer that is not a boolean", `{"action":"run","tool":"ask","arguments":{"subject":"x"},"answers":{"confirm":"yes"}}`,
+			nil, "error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := m.run(t, []byte(tc.req+"\n"))
+			var got map[string]any
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatalf("the answer %.300q is not JSON: %v", out, err)
+			}
+			if tc.want != nil && !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("answer = %v, want %v", got, tc.want)
+			}
+			if tc.wantType != "" && got["type"] != tc.wantType {
+				t.Errorf("answer = %v, want one of type %s", got, tc.wantType)
+			}
+			if got["type"] == "error" && got["message"] == "" {
+				t.Errorf("an error answer without a message: %s", out)
+			}
+		})
+	}
+}
+
+// TestCHelperReadsOneLine checks that the helper reads the request's line
+// and no further: what follows on standard input is the host's, for the
+// tool's own host requests, and must be left there.
+func TestCHelperReadsOneLine(t *testing.T) {
+	m := newBareModule(t, buildC(t).wordCount)
+	out := m.run(t, []byte(`{"action":"run","tool":"word_count","arguments":{"text":"one two"}}`+"\n"+`{"jsonrpc":"2.0"}`+"\n"))
+	var a struct {
+		Type       string         `json:"type"`
+		Structured map[string]int `json:"structured"`
+	}
+	if err := json.Unmarshal(out, &a); err != nil || a.Type != "success" || a.Structured["words"] != 2 {
+		t.Fatalf("answer %q (%v), want success with 2 words", out, err)
+	}
+}
