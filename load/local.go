@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"path/filepath"
@@ -14,8 +15,10 @@ import (
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/config"
+	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
+	"github.com/lathe-tools/lathe/runtime/wasm"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -54,10 +57,20 @@ func (w *Workspace) loadLocal(ctx context.Context, opts *Options, known map[stri
 				"[tools.%s] parameters, options and env apply to local tools, and %s is a %s tool", name, name, sourceOf(e, name))})
 		}
 	}
+	if l.wasm != nil {
+		// The engine closes the WASM runtime and the hosts of its tools
+		// with itself, after the tools.
+		for _, c := range append([]io.Closer{l.wasm}, l.wasmHosts...) {
+			if err := e.Own(c); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	if err := joinByPos(errs); err != nil {
 		closeAll(l.tools)
 		return &ConfigError{err}
 	}
+	w.Declared = l.declared
 	for _, name := range slices.Sorted(maps.Keys(l.dropped)) {
 		known[name] = true
 		opts.warn(l.dropped[name])
@@ -125,9 +138,14 @@ type localLoader struct {
 	tools []tool.Tool
 	local map[string]bool       // names of the tools built
 	pos   map[string]config.Pos // where each was configured
+	// wasm runs the WASM tools, made with the first; the engine owns it.
+	wasm      *wasm.Runtime
+	wasmHosts []io.Closer
 	// dropped holds, by name, the tools left out because what their binary
 	// said of them is unusable.
 	dropped map[string]error
+	// declared holds what confined tools declared they need (declare).
+	declared map[string]host.Permissions
 }
 
 // leaveOut records that the tool name is left out, and why. A binary's
@@ -172,7 +190,9 @@ func runtimeFor(explicit string, argv []string) (string, error) {
 	switch rt {
 	case process.RuntimeName:
 		return rt, nil
-	case "wasm", "js", "remote", "temporal":
+	case wasm.RuntimeName:
+		return rt, nil
+	case "js", "remote", "temporal":
 		how := ""
 		if explicit == "" {
 			how = " (inferred from the command " + argv[0] + ")"
@@ -188,8 +208,10 @@ func (l *localLoader) tool(name string, t *config.Tool) error {
 	fail := func(format string, args ...any) error {
 		return &config.Error{Pos: t.Pos, Msg: fmt.Sprintf("[tools.%s] ", name) + fmt.Sprintf(format, args...)}
 	}
-	if _, err := runtimeFor(t.Runtime, t.Command); err != nil {
+	if rt, err := runtimeFor(t.Runtime, t.Command); err != nil {
 		return fail("%v", err)
+	} else if rt == wasm.RuntimeName {
+		return l.wasmTool(name, t)
 	}
 	cmd := process.Command{Argv: t.Command, Shell: t.Shell, Dir: l.ws, Env: t.Env}
 	names, err := cmd.Placeholders()
@@ -286,8 +308,10 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 	fail := func(format string, args ...any) error {
 		return &config.Error{Pos: s.Pos, Msg: fmt.Sprintf("[toolsets.%s] ", s.Name) + fmt.Sprintf(format, args...)}
 	}
-	if _, err := runtimeFor(s.Runtime, s.Command); err != nil {
+	if rt, err := runtimeFor(s.Runtime, s.Command); err != nil {
 		return fail("%v", err)
+	} else if rt == wasm.RuntimeName {
+		return l.wasmToolset(s)
 	}
 	cmd := process.Command{Argv: s.Command, Dir: l.ws, Env: s.Env}
 	// The binary describes itself under the toolset's profile, else the

@@ -173,6 +173,21 @@ type ToolSchema struct {
 	// OutputSchema, optional, describes the structured part of a result.
 	OutputSchema json.RawMessage  `json:"output_schema,omitempty"`
 	Annotations  tool.Annotations `json:"annotations,omitzero"`
+	// Permissions, optional, is what a confined tool (runtime "vfs" or
+	// "wasm") says it needs of lathe's host API. It is shown to the person
+	// (lathe describe) beside what the configuration grants, and never
+	// grants anything by itself.
+	Permissions *Permissions `json:"permissions,omitempty"`
+}
+
+// Permissions is what a tool declares it needs of lathe's host API, in the
+// syntax of the configuration's keys of the same names (docs/host.md).
+type Permissions struct {
+	Read  []string `json:"read,omitempty"`
+	Write []string `json:"write,omitempty"`
+	Net   []string `json:"net,omitempty"`
+	Env   []string `json:"env,omitempty"`
+	Run   []string `json:"run,omitempty"`
 }
 
 // NewRequest encodes a request. Arguments that are empty become {}.
