@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static const char schema[] =
 	"{\"tools\":[{\"name\":\"line_count\",\"summary\":\"Count the lines of a file.\","
@@ -29,23 +28,20 @@ static const char schema[] =
 
 static void line_count(lathe_request *req) {
 	lathe_value v = {0};
-	char *path, buf[8192], text[64], structured[96];
+	char *arg, *path, buf[8192], text[64], structured[96];
 	unsigned long long lines = 0, bytes = 0;
 	size_t n, i;
 	FILE *f;
-	if (!lathe_get(req->arguments, "path", &v) || (path = lathe_string(v, NULL)) == NULL) {
+	if (!lathe_get(req->arguments, "path", &v) || (arg = lathe_string(v, NULL)) == NULL) {
 		lathe_error("the argument path is missing or not a string");
 		return;
 	}
-	/* Relative paths are the workspace's: the request names it. */
-	if (req->workspace != NULL && chdir(req->workspace) != 0) {
-		lathe_errorf("cannot enter the workspace: %s", strerror(errno));
+	/* A relative path is the workspace's: lathe_path makes it absolute. */
+	path = lathe_path(req, arg);
+	if (path == NULL || (f = fopen(path, "r")) == NULL) {
+		lathe_errorf("cannot open %s: %s", arg, strerror(path == NULL ? ENOMEM : errno));
 		free(path);
-		return;
-	}
-	if ((f = fopen(path, "r")) == NULL) {
-		lathe_errorf("cannot open %s: %s", path, strerror(errno));
-		free(path);
+		free(arg);
 		return;
 	}
 	while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
@@ -54,7 +50,7 @@ static void line_count(lathe_request *req) {
 			lines += buf[i] == '\n';
 	}
 	if (ferror(f)) {
-		lathe_errorf("cannot read %s: %s", path, strerror(errno));
+		lathe_errorf("cannot read %s: %s", arg, strerror(errno));
 	} else {
 		snprintf(text, sizeof text, "%llu lines", lines);
 		snprintf(structured, sizeof structured, "{\"lines\":%llu,\"bytes\":%llu}", lines, bytes);
@@ -62,6 +58,7 @@ static void line_count(lathe_request *req) {
 	}
 	fclose(f);
 	free(path);
+	free(arg);
 }
 
 int main(void) {

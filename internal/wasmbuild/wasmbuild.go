@@ -79,6 +79,10 @@ func HaveC(tb testing.TB) {
 	}
 }
 
+// BuildC compiles the C sources into a WASI command module at out, for a
+// caller that builds once for many tests; it assumes [HaveC] has passed.
+func BuildC(out string, srcs ...string) error { return clang(out, srcs...) }
+
 // C compiles the C sources into a WASI command module at out and returns
 // out. It skips or fails tb as [HaveC] does when the toolchain is missing,
 // and fails it when the sources do not compile.

@@ -8,32 +8,147 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/internal/wasmbuild"
+	"github.com/lathe-tools/lathe/runtime/wasm"
+	"github.com/lathe-tools/lathe/runtimetest"
+	"github.com/lathe-tools/lathe/tool"
 )
 
 // The tools of this file are written in C (testdata/c), on the protocol
 // helper lathe.h, and built with clang for wasm32-wasi by each test that
 // needs them.
 
-// cModules builds the C tools once for the test t: the conformance suite's
-// tools and word_count.
+// cModules are the C tools, built once per run into the run's base
+// directory: the conformance suite's tools, word_count, and the example
+// line_count of examples/wasm-c.
 type cModules struct {
-	conformance, wordCount string
+	conformance, wordCount, lineCount string
 }
+
+var (
+	cOnce  sync.Once
+	cBuilt cModules
+	cErr   error
+)
 
 func buildC(t *testing.T) cModules {
 	t.Helper()
-	dir := t.TempDir()
-	c := func(name string) string {
-		return wasmbuild.C(t, filepath.Join(dir, name+".wasm"), "testdata/c/"+name+".c", "testdata/c/lathe.c")
+	wasmbuild.HaveC(t)
+	cOnce.Do(func() {
+		dir := filepath.Join(base, "c")
+		if cErr = os.Mkdir(dir, 0o755); cErr != nil {
+			return
+		}
+		build := func(out string, srcs ...string) string {
+			out = filepath.Join(dir, out)
+			if cErr == nil {
+				cErr = wasmbuild.BuildC(out, srcs...)
+			}
+			return out
+		}
+		cBuilt = cModules{
+			conformance: build("conformance.wasm", "testdata/c/conformance.c", "testdata/c/lathe.c"),
+			wordCount:   build("wc.wasm", "testdata/c/wc.c", "testdata/c/lathe.c"),
+			lineCount: build("line_count.wasm", "-Itestdata/c", "../../examples/wasm-c/line_count.c",
+				"testdata/c/lathe.c"),
+		}
+	})
+	if cErr != nil {
+		t.Fatal(cErr)
 	}
-	return cModules{conformance: c("conformance"), wordCount: c("wc")}
+	return cBuilt
+}
+
+// cTool returns the tool name of the module at path, with a host of its
+// own that opts.Perms configure.
+func cTool(t *testing.T, path, name string, opts wasm.Options) tool.Tool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, err := host.New(host.Config{Tool: name, Workspace: opts.Workspace, Perms: opts.Perms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	opts.Host = h
+	tools, leftOut, err := shared.Tools(ctx, path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leftOut) > 0 {
+		t.Fatalf("tools left out: %v", leftOut)
+	}
+	for _, tl := range tools {
+		if tl.Definition.Name == name {
+			return tl
+		}
+	}
+	t.Fatalf("%s has no tool %s", path, name)
+	return tool.Tool{}
+}
+
+// TestConformanceC runs the conformance suite against the tools written in
+// C, with the host's own checks, as TestConformance does for Go's: the
+// workspace holds every temporary directory of the run, so that the marker
+// files the suite makes are inside it, and writable.
+func TestConformanceC(t *testing.T) {
+	m := buildC(t)
+	runtimetest.Run(t, func(t *testing.T, name string) tool.Tool {
+		return cTool(t, m.conformance, name, wasm.Options{Workspace: base, Perms: host.Permissions{Write: []string{"."}}})
+	})
+}
+
+// TestExampleC runs the C example of examples/wasm-c, which reads files
+// through WASI: a file its read permission names is counted; one it does
+// not name, though it is in the workspace and readable to lathe, and one
+// outside the workspace are refused.
+func TestExampleC(t *testing.T) {
+	m := buildC(t)
+	ws := t.TempDir()
+	for name, content := range map[string]string{"src/a.txt": "one\ntwo\nthree\n", "secret.txt": "key\n"} {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	if err := os.WriteFile(outside, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tl := cTool(t, m.lineCount, "line_count", wasm.Options{Workspace: ws, Perms: host.Permissions{Read: []string{"src/"}}})
+	out := call(t, tl, map[string]any{"path": "src/a.txt"})
+	if out.Result == nil || out.Result.IsError || out.Result.Text() != "3 lines" ||
+		string(out.Result.Structured) != `{"lines":3,"bytes":14}` {
+		t.Fatalf("src/a.txt: %s (structured %s), want 3 lines and 14 bytes", text(out), out.Result.Structured)
+	}
+	for _, p := range []string{"secret.txt", filepath.Join(ws, "secret.txt"), "src/../secret.txt", outside,
+		"../" + filepath.Base(filepath.Dir(outside)) + "/outside.txt"} {
+		out := call(t, tl, map[string]any{"path": p})
+		if out.Result == nil || !out.Result.IsError || out.Result.ErrorKind != tool.KindToolError ||
+			!strings.Contains(out.Result.Text(), "cannot open") {
+			t.Errorf("%s: %s, want the tool to say it cannot open it", p, text(out))
+		}
+	}
+	// The same read works once the permissions name the file: the
+	// refusals in the workspace are the permissions', not the tool's own
+	// failure. (Nothing outside the workspace can be granted.)
+	wide := cTool(t, m.lineCount, "line_count", wasm.Options{Workspace: ws, Perms: host.Permissions{Read: []string{"."}}})
+	for _, p := range []string{"secret.txt", filepath.Join(ws, "secret.txt")} {
+		if out := call(t, wide, map[string]any{"path": p}); out.Result == nil || out.Result.IsError || out.Result.Text() != "1 lines" {
+			t.Errorf("%s with a permission for it: %s, want 1 lines", p, text(out))
+		}
+	}
 }
 
 // bareModule runs a module under wazero alone, with no files: the

@@ -433,6 +433,20 @@ void lathe_request_free(lathe_request *req) {
 	memset(req, 0, sizeof *req);
 }
 
+char *lathe_path(const lathe_request *req, const char *p) {
+	size_t wl, pl = strlen(p);
+	char *out;
+	if (p[0] == '/' || req->workspace == NULL || req->workspace[0] == '\0')
+		return strdup(p);
+	wl = strlen(req->workspace);
+	if ((out = malloc(wl + pl + 2)) == NULL)
+		return NULL;
+	memcpy(out, req->workspace, wl);
+	out[wl] = '/';
+	memcpy(out + wl + 1, p, pl + 1);
+	return out;
+}
+
 /* utf8_len returns the length of the UTF-8 sequence at p (at most n bytes
  * long), or 0 when it is not one: overlong forms, surrogates and code
  * points past U+10FFFF are not. */

@@ -74,6 +74,15 @@ int lathe_int(lathe_value v, long long *out);
  * neither. */
 int lathe_bool(lathe_value v, int *out);
 
+/* lathe_path returns the path p of a tool's argument as a new absolute
+ * path: p itself when it is absolute, else p within the request's
+ * workspace. wasi-libc resolves a relative path against its own working
+ * directory, which starts at "/" whatever the host says, and changing it
+ * needs a look at the workspace root that a tool reading only some of it
+ * is not allowed; so a tool joins the paths itself. It returns NULL when
+ * memory runs out. The caller frees it. */
+char *lathe_path(const lathe_request *req, const char *p);
+
 /* lathe_write_string writes s (n bytes) as a JSON string, quoted and
  * escaped; bytes that are not UTF-8 become U+FFFD. */
 void lathe_write_string(FILE *f, const char *s, size_t n);
