@@ -3,10 +3,12 @@
  */
 #include "lathe.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 static const char *skip_ws(const char *p, const char *end) {
 	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
@@ -176,36 +178,48 @@ static int key_is(const char *p, const char *end, const char *key) {
 	return same;
 }
 
+/* next_member reads the member of an object at *p (just past its "{" or
+ * a ","), and returns 1 with its key (the quoted string) and value, moving
+ * *p past it; it returns 0 at the object's end or on a malformed member. */
+static int next_member(const char **p, const char *end, lathe_value *key, lathe_value *val) {
+	const char *q = skip_ws(*p, end), *k, *v;
+	if (q < end && *q == ',')
+		q = skip_ws(q + 1, end);
+	if (q >= end || *q != '"')
+		return 0;
+	k = q;
+	q = skip_string(q, end);
+	if (q == NULL)
+		return 0;
+	key->p = k;
+	key->n = (size_t)(q - k);
+	q = skip_ws(q, end);
+	if (q >= end || *q != ':')
+		return 0;
+	v = skip_ws(q + 1, end);
+	q = skip_value(v, end, LATHE_MAX_DEPTH);
+	if (q == NULL)
+		return 0;
+	val->p = v;
+	val->n = (size_t)(q - v);
+	*p = q;
+	return 1;
+}
+
 int lathe_get(lathe_value obj, const char *key, lathe_value *out) {
-	const char *p = obj.p, *end = obj.p + obj.n, *k, *kend, *v;
+	const char *p = obj.p, *end = obj.p + obj.n;
+	lathe_value k, v;
 	int found = 0;
 	if (obj.n == 0 || *p != '{')
 		return 0;
-	p = skip_ws(p + 1, end);
-	while (p < end && *p == '"') {
-		k = p;
-		kend = skip_string(p, end);
-		if (kend == NULL)
-			return 0;
-		p = skip_ws(kend, end);
-		if (p >= end || *p != ':')
-			return 0;
-		v = skip_ws(p + 1, end);
-		p = skip_value(v, end, LATHE_MAX_DEPTH);
-		if (p == NULL)
-			return 0;
-		/* The last member of a name wins, as it does in Go's decoder,
-		 * which checked the arguments: the tool must act on what was
-		 * checked. */
-		if (key_is(k, kend, key)) {
-			out->p = v;
-			out->n = (size_t)(p - v);
+	p++;
+	/* The last member of a name wins, as it does in Go's decoder, which
+	 * checked the arguments: the tool must act on what was checked. */
+	while (next_member(&p, end, &k, &v))
+		if (key_is(k.p, k.p + k.n, key)) {
+			*out = v;
 			found = 1;
 		}
-		p = skip_ws(p, end);
-		if (p < end && *p == ',')
-			p = skip_ws(p + 1, end);
-	}
 	return found;
 }
 
@@ -332,7 +346,7 @@ static void set_err(char *err, size_t errlen, const char *msg) {
 
 int lathe_parse_request(lathe_request *req, char *buf, size_t len, char *err, size_t errlen) {
 	const char *p, *end = buf + len;
-	lathe_value v = {0};
+	lathe_value k, v, protocol = {0}, action = {0}, tool = {0}, arguments = {0}, answers = {0}, context = {0}, root = {0};
 	memset(req, 0, sizeof *req);
 	req->buf = buf;
 	req->len = len;
@@ -352,73 +366,76 @@ int lathe_parse_request(lathe_request *req, char *buf, size_t len, char *err, si
 		set_err(err, errlen, "the request has bytes after its object");
 		return -1;
 	}
-	if (lathe_get(req->object, "protocol", &v) && !lathe_int(v, &req->protocol)) {
+	/* One walk over the request's members finds them all: a module pays
+	 * for every loop it runs (a runtime that can stop it checks at each
+	 * turn), so the helper reads the request no more often than it must. */
+	p = req->object.p + 1;
+	while (next_member(&p, end, &k, &v)) {
+		if (key_is(k.p, k.p + k.n, "protocol"))
+			protocol = v;
+		else if (key_is(k.p, k.p + k.n, "action"))
+			action = v;
+		else if (key_is(k.p, k.p + k.n, "tool"))
+			tool = v;
+		else if (key_is(k.p, k.p + k.n, "arguments"))
+			arguments = v;
+		else if (key_is(k.p, k.p + k.n, "answers"))
+			answers = v;
+		else if (key_is(k.p, k.p + k.n, "context"))
+			context = v;
+	}
+	if (protocol.n > 0 && !lathe_int(protocol, &req->protocol)) {
 		set_err(err, errlen, "the request's protocol is not an integer");
 		return -1;
 	}
-	v = (lathe_value){0};
-	if (!lathe_get(req->object, "action", &v) || (req->action = lathe_string(v, NULL)) == NULL) {
+	if ((req->action = lathe_string(action, NULL)) == NULL) {
 		set_err(err, errlen, "the request has no action string");
 		return -1;
 	}
-	v = (lathe_value){0};
-	if (lathe_get(req->object, "tool", &v) && (req->tool = lathe_string(v, NULL)) == NULL) {
+	if (tool.n > 0 && (req->tool = lathe_string(tool, NULL)) == NULL) {
 		set_err(err, errlen, "the request's tool is not a string");
 		return -1;
 	}
 	req->arguments = (lathe_value){"{}", 2};
-	v = (lathe_value){0};
-	if (lathe_get(req->object, "arguments", &v)) {
-		if (*v.p != '{') {
+	if (arguments.n > 0) {
+		if (*arguments.p != '{') {
 			set_err(err, errlen, "the request's arguments are not an object");
 			return -1;
 		}
-		req->arguments = v;
+		req->arguments = arguments;
 	}
-	v = (lathe_value){0};
-	if (lathe_get(req->object, "answers", &v) && *v.p == '{')
-		req->answers = v;
-	v = (lathe_value){0};
-	if (lathe_get(req->object, "context", &v)) {
-		lathe_value r = {0};
-		if (lathe_get(v, "root", &r) && (req->workspace = lathe_string(r, NULL)) == NULL) {
-			set_err(err, errlen, "the request's context.root is not a string");
-			return -1;
-		}
+	if (answers.n > 0 && *answers.p == '{')
+		req->answers = answers;
+	if (lathe_get(context, "root", &root) && (req->workspace = lathe_string(root, NULL)) == NULL) {
+		set_err(err, errlen, "the request's context.root is not a string");
+		return -1;
 	}
 	return 0;
 }
 
 int lathe_read_request(lathe_request *req, char *err, size_t errlen) {
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap), *bigger;
-	int c;
-	if (buf == NULL) {
-		set_err(err, errlen, "out of memory");
-		return -1;
-	}
+	char *buf = NULL;
+	size_t cap = 0;
+	ssize_t n;
 	/* One line: after the request, standard input may carry the host's
 	 * answers to the tool's own requests, which are not the tool's to read
-	 * here. */
-	while ((c = getchar()) != EOF && c != '\n') {
-		if (len == cap) {
-			if (cap >= LATHE_MAX_REQUEST) {
-				free(buf);
-				set_err(err, errlen, "the request is larger than 16 MiB");
-				return -1;
-			}
-			bigger = realloc(buf, cap * 2);
-			if (bigger == NULL) {
-				free(buf);
-				set_err(err, errlen, "out of memory");
-				return -1;
-			}
-			buf = bigger;
-			cap *= 2;
-		}
-		buf[len++] = (char)c;
+	 * here. getline reads it in chunks rather than byte by byte, and
+	 * counts a NUL byte as any other, so that none cuts the line short. */
+	errno = 0;
+	n = getline(&buf, &cap, stdin);
+	if (n < 0) {
+		free(buf);
+		set_err(err, errlen, errno != 0 ? "cannot read the request" : "the request is empty");
+		return -1;
 	}
-	if (lathe_parse_request(req, buf, len, err, errlen) != 0) {
+	if ((size_t)n > LATHE_MAX_REQUEST) {
+		free(buf);
+		set_err(err, errlen, "the request is larger than 16 MiB");
+		return -1;
+	}
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	if (lathe_parse_request(req, buf, (size_t)n, err, errlen) != 0) {
 		lathe_request_free(req);
 		return -1;
 	}
