@@ -83,7 +83,7 @@ func (s *Session) resolve(ctx context.Context, kind, path string) (string, *op, 
 	}
 	if !ok {
 		what := fmt.Sprintf("%s of %q", kind, rel)
-		if rel != filepath.ToSlash(filepath.Clean(path)) {
+		if rel != path {
 			what = fmt.Sprintf("%s of %q (which %q resolves to)", kind, rel, path)
 		}
 		return "", nil, s.deny(ctx, o, "permissions", s.h.outside(what, suggest(rel), key))
@@ -283,6 +283,9 @@ func info(fi fs.FileInfo) FileInfo {
 // errNotRegular refuses a file that is neither regular nor a directory.
 var errNotRegular = errors.New("not a regular file")
 
+// errHardLinked refuses appending to a file with more than one name.
+var errHardLinked = errors.New("the file has other names (hard links), one of which may be lathe's own; replace it whole instead of appending")
+
 // errNotEmpty says that a directory removed without recursive holds files.
 var errNotEmpty = errors.New("the directory is not empty; set recursive to remove it with what it holds")
 
@@ -296,6 +299,8 @@ func fsError(verb, rel string, err error) *Error {
 	case errors.Is(err, syscall.ELOOP), escaped(err):
 		return &Error{Code: CodeDenied, Message: fmt.Sprintf(
 			"%q changed while the request ran (a symbolic link appeared on the way, and it is not followed); nothing was done there", rel)}
+	case errors.Is(err, errHardLinked):
+		return &Error{Code: CodeDenied, Message: fmt.Sprintf("cannot %s %q: %v", verb, rel, errHardLinked)}
 	case errors.Is(err, errNotRegular):
 		reason, msg = "EINVAL", "it is not a regular file; only regular files and directories are opened"
 	case errors.Is(err, errNotEmpty):

@@ -303,6 +303,13 @@ func (r *fdRoot) write(rel string, data []byte, appendTo, mkdirs bool) error {
 		if err != nil {
 			return pathErr("open", rel, err)
 		}
+		// Appending writes into the file itself, under all its names: one
+		// with another name may be lathe.toml or a file of .lathe/ seen
+		// through a hard link. (A replacing write renames a new file over
+		// the name and leaves the other names alone.)
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+			return pathErr("append", rel, errHardLinked)
+		}
 		if _, err := f.Write(data); err != nil {
 			return pathErr("write", rel, err)
 		}

@@ -474,6 +474,9 @@ func TestNewRefusesBadPermissions(t *testing.T) {
 			t.Errorf("New(%+v) = %v, want an error naming %q", c.perms, err, c.want)
 		}
 	}
+	if _, err := host.New(host.Config{Tool: "t", Perms: host.Permissions{Read: []string{"."}}}); err == nil {
+		t.Error("New without a workspace succeeded")
+	}
 	h := f.host(t, host.Permissions{Read: []string{filepath.Join(f.ws, "src")}})
 	s := h.Begin(testCtx(t))
 	defer s.End()
@@ -492,5 +495,27 @@ func TestNewRefusesBadPermissions(t *testing.T) {
 func linuxOnly(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("on " + runtime.GOOS + " the host works through os.Root, which follows links that stay inside the workspace")
+	}
+}
+
+// A hard link in the write scope to lathe.toml: appending would write
+// into the configuration under its other name, and is refused; replacing
+// the file renames a new one over the link's name and leaves lathe.toml.
+func TestHardLinkToConfig(t *testing.T) {
+	linuxOnly(t)
+	f := newFixture(t)
+	if err := os.Link(filepath.Join(f.ws, "lathe.toml"), filepath.Join(f.ws, "out", "hl")); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	s := f.host(t, host.Permissions{Write: []string{"out/"}}).Begin(testCtx(t))
+	defer s.End()
+	e := call(t, s, host.MethodWrite, host.WriteParams{Path: "out/hl", Data: []byte("[policy]\n"), Append: true}, nil)
+	wantCode(t, "append through a hard link", e, host.CodeDenied, "hard links")
+	wantOK(t, "replace the link's name", call(t, s, host.MethodWrite, host.WriteParams{Path: "out/hl", Data: []byte("mine")}, nil))
+	if got := f.read(t, "lathe.toml"); got != "# configuration\n" {
+		t.Fatalf("lathe.toml changed through a hard link: %q", got)
+	}
+	if got := f.read(t, "out/hl"); got != "mine" {
+		t.Fatalf("out/hl = %q", got)
 	}
 }

@@ -19,7 +19,10 @@ type fixture struct {
 	ws, outside string
 }
 
-func newFixture(t *testing.T) fixture {
+func newFixture(t *testing.T) fixture { return newFixtureF(t) }
+
+// newFixtureF makes the fixture for a test or a fuzz target.
+func newFixtureF(t testing.TB) fixture {
 	t.Helper()
 	base := t.TempDir()
 	f := fixture{ws: filepath.Join(base, "ws"), outside: filepath.Join(base, "outside")}

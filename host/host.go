@@ -30,6 +30,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -148,8 +149,16 @@ type Host struct {
 // directory or a permission is malformed ([Permissions.Validate]), or an
 // absolute path lies outside the workspace.
 func New(cfg Config) (*Host, error) {
+	if cfg.Workspace == "" {
+		// Never the current directory by default: the host's reach is
+		// decided by the configuration, not by where lathe runs.
+		return nil, fmt.Errorf("host of %s: the workspace is not set", cfg.Tool)
+	}
 	if cfg.Table == "" {
-		cfg.Table = "tools." + cfg.Tool
+		cfg.Table = "tools." + cmp.Or(cfg.Tool, "NAME")
+	}
+	if cfg.Tool == "" {
+		cfg.Tool = "the tool"
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
 	ws, err := tools.NewWorkspace(cfg.Workspace)

@@ -152,17 +152,6 @@ func (c *compiled) netAllows(host string, port int) (ok, literal bool) {
 	return ok, literal
 }
 
-// netAllowsAddr reports whether a pattern without a wildcard names host
-// (as the URL gave it) on port, or the address itself.
-func (c *compiled) netLiteralAddr(ip string, port int) bool {
-	for _, n := range c.net {
-		if n.IP() != nil && n.Match(ip, port) {
-			return true
-		}
-	}
-	return false
-}
-
 // runAllows returns the entry of run that grants argv0, or nil. A name
 // grants only itself, never a path ("./git", "/tmp/git"); a path grants
 // only itself, a relative one taken from the workspace.

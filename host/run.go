@@ -99,9 +99,19 @@ func (s *Session) run(ctx context.Context, p RunParams) (any, *Error) {
 // run. A name is looked up in lathe's PATH; a program found inside the
 // workspace that way is refused, since a tool that may write there could
 // have put it there ("git" must not mean ./bin/git because PATH holds
-// ./bin). A path entry names its program explicitly, wherever it is.
+// ./bin). A path entry names its program explicitly, wherever it is, but
+// not in the tool's write scope.
 func (h *Host) program(e *runEntry) (string, string) {
 	if e.path != "" {
+		// A program the tool may rewrite would run whatever the tool
+		// wrote there: as good as no run key at all.
+		real, err := filepath.EvalSymlinks(e.path)
+		if err != nil {
+			real = e.path
+		}
+		if r, ok := within([]string{h.cfg.Workspace}, real); ok && h.perms.canWrite(r) {
+			return "", fmt.Sprintf("proc/run: %s lies in the tool's write scope, so the tool could replace the program it runs; it does not run", e.src)
+		}
 		return e.path, ""
 	}
 	p, err := exec.LookPath(e.name)

@@ -126,3 +126,17 @@ func TestRunStandardProfile(t *testing.T) {
 		t.Fatalf("run under standard: stdout %q stderr %q", r.Stdout, r.Stderr)
 	}
 }
+
+// A program named by its path in the tool's write scope would run what the
+// tool wrote there: it does not run.
+func TestRunProgramInWriteScopeRefused(t *testing.T) {
+	f := newFixture(t)
+	mark := filepath.Join(t.TempDir(), "mark")
+	script(t, filepath.Join(f.ws, "out", "tool"), mark)
+	s := devHost(t, f, host.Permissions{Write: []string{"out/"}, Run: []string{"out/tool"}}).Begin(testCtx(t))
+	defer s.End()
+	wantCode(t, "run out/tool", call(t, s, host.MethodRun, host.RunParams{Argv: []string{"out/tool"}}, nil), host.CodeDenied, "write scope")
+	if _, err := os.Stat(mark); !os.IsNotExist(err) {
+		t.Fatalf("a program in the write scope ran (%v)", err)
+	}
+}

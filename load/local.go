@@ -208,9 +208,11 @@ func (l *localLoader) tool(name string, t *config.Tool) error {
 	fail := func(format string, args ...any) error {
 		return &config.Error{Pos: t.Pos, Msg: fmt.Sprintf("[tools.%s] ", name) + fmt.Sprintf(format, args...)}
 	}
-	if rt, err := runtimeFor(t.Runtime, t.Command); err != nil {
+	rt, err := runtimeFor(t.Runtime, t.Command)
+	if err != nil {
 		return fail("%v", err)
-	} else if rt == wasm.RuntimeName {
+	}
+	if rt == wasm.RuntimeName {
 		return l.wasmTool(name, t)
 	}
 	cmd := process.Command{Argv: t.Command, Shell: t.Shell, Dir: l.ws, Env: t.Env}
@@ -308,9 +310,11 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 	fail := func(format string, args ...any) error {
 		return &config.Error{Pos: s.Pos, Msg: fmt.Sprintf("[toolsets.%s] ", s.Name) + fmt.Sprintf(format, args...)}
 	}
-	if rt, err := runtimeFor(s.Runtime, s.Command); err != nil {
+	rt, err := runtimeFor(s.Runtime, s.Command)
+	if err != nil {
 		return fail("%v", err)
-	} else if rt == wasm.RuntimeName {
+	}
+	if rt == wasm.RuntimeName {
 		return l.wasmToolset(s)
 	}
 	cmd := process.Command{Argv: s.Command, Dir: l.ws, Env: s.Env}

@@ -81,4 +81,9 @@ func TestTimeoutAndProfileOf(t *testing.T) {
 	if p, from, _ := profileOf(empty, tool.Definition{Name: "run_command", Source: "builtin"}); p != "standard" || from != "default" {
 		t.Errorf("empty: run_command profile %q (%s)", p, from)
 	}
+	// A WASM tool is never shown as a process, whatever profile is set.
+	wasmCfg := &config.Config{Sandbox: config.Sandbox{Profile: "dev"}, Tools: map[string]*config.Tool{"w": {Profile: "standard"}}}
+	if p, _, iso := profileOf(wasmCfg, tool.Definition{Name: "w", Source: "local", Runtime: "wasm"}); p != "" || !strings.HasPrefix(iso, "wasm: runs inside lathe") {
+		t.Errorf("a WASM tool: profile %q (%s), want no profile and a WASM instance", p, iso)
+	}
 }

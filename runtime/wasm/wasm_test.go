@@ -59,6 +59,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer shared.Close()
+	if guestErr == nil {
+		// Compile the guest once, here, with time to spare (a -race build
+		// on a busy machine takes minutes), rather than in whichever test
+		// comes first.
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		_, guestErr = shared.Load(cctx, guest, wasm.Options{})
+		ccancel()
+	}
 	return m.Run()
 }
 
@@ -265,4 +273,75 @@ func module(imports []imp, start bool, code []byte) []byte {
 	body := append([]byte{0x00}, code...) // no locals
 	b = append(b, section(10, vec(append([]byte{byte(len(body))}, body...)))...)
 	return b
+}
+
+// The compilation cache holds machine code that runs as lathe: a directory
+// that others may write, or one inside the workspace, is refused.
+func TestCacheDirRefused(t *testing.T) {
+	open := t.TempDir()
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if rt, err := wasm.NewRuntime(wasm.Config{CacheDir: open}); err == nil || !strings.Contains(err.Error(), "may be written by other users") {
+		if rt != nil {
+			rt.Close()
+		}
+		t.Errorf("a cache writable by all: %v, want a refusal", err)
+	}
+	ws := t.TempDir()
+	if rt, err := wasm.NewRuntime(wasm.Config{CacheDir: filepath.Join(ws, "cache"), Workspace: ws}); err == nil || !strings.Contains(err.Error(), "lies in the workspace") {
+		if rt != nil {
+			rt.Close()
+		}
+		t.Errorf("a cache in the workspace: %v, want a refusal", err)
+	}
+	planted := t.TempDir()
+	if err := os.Mkdir(filepath.Join(planted, "wazero-v1-planted"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(planted, "wazero-v1-planted"), 0o777)
+	if rt, err := wasm.NewRuntime(wasm.Config{CacheDir: planted}); err == nil {
+		rt.Close()
+		t.Error("a cache with a subdirectory writable by all was used")
+	}
+}
+
+// A runtime keeps the compiled module on disk, and a second runtime on the
+// same directory (a later lathe) runs the module from it.
+func TestCacheOnDisk(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	for i := range 2 {
+		rt, err := wasm.NewRuntime(wasm.Config{CacheDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := t.TempDir()
+		h, err := host.New(host.Config{Tool: "echo", Workspace: ws})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tools, _, err := rt.Tools(context.Background(), guestPath(t), wasm.Options{Host: h, Workspace: ws})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range tools {
+			if tl.Definition.Name == "echo" {
+				if out := call(t, tl, map[string]any{"text": "cached"}); text(out) != "cached" {
+					t.Errorf("run %d: %s", i, text(out))
+				}
+			}
+		}
+		rt.Close()
+		h.Close()
+		var files int
+		filepath.WalkDir(dir, func(_ string, d os.DirEntry, _ error) error {
+			if d != nil && !d.IsDir() {
+				files++
+			}
+			return nil
+		})
+		if files == 0 {
+			t.Fatalf("run %d: nothing in the cache directory", i)
+		}
+	}
 }
