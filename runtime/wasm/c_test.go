@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/internal/wasmbuild"
 	"github.com/lathe-tools/lathe/runtime/wasm"
@@ -104,6 +105,62 @@ func TestConformanceC(t *testing.T) {
 	runtimetest.Run(t, func(t *testing.T, name string) tool.Tool {
 		return cTool(t, m.conformance, name, wasm.Options{Workspace: base, Perms: host.Permissions{Write: []string{"."}}})
 	})
+}
+
+// TestRequestC checks the request a module reads, as a tool in C sees it:
+// the protocol's fields, and context.host, which says the host API is
+// there.
+func TestRequestC(t *testing.T) {
+	m := buildC(t)
+	ws := t.TempDir()
+	tl := cTool(t, m.conformance, "request", wasm.Options{Workspace: ws})
+	e := lathe.New(lathe.Options{})
+	t.Cleanup(func() { e.Close() })
+	if err := e.Register(tl); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out := e.Call(ctx, &tool.Call{ID: "call-7", Name: "request", Arguments: json.RawMessage(`{"x":"\"y\""}`)})
+	if out.Result == nil || out.Result.IsError {
+		t.Fatalf("request: %s", text(out))
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out.Result.Structured, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"protocol": 1.0, "action": "run", "tool": "request", "arguments": map[string]any{"x": `"y"`},
+		"context": map[string]any{"root": ws, "call_id": "call-7", "host": 1.0}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the module read %v, want %v", got, want)
+	}
+}
+
+// TestMemoryNotShared checks that no call sees memory an earlier call
+// wrote, though the runtime reuses the memories of finished calls: one
+// tool fills the memory it grows with a pattern, and another, in later
+// calls on the same runtime, finds only zeros in the memory it grows.
+func TestMemoryNotShared(t *testing.T) {
+	m := buildC(t)
+	ws := t.TempDir()
+	scribble := cTool(t, m.conformance, "scribble", wasm.Options{Workspace: ws})
+	zeroes := cTool(t, m.conformance, "zeroes", wasm.Options{Workspace: ws})
+	e := lathe.New(lathe.Options{})
+	t.Cleanup(func() { e.Close() })
+	if err := e.Register(scribble, zeroes); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	args := json.RawMessage(`{"pages":64}`)
+	for i := range 5 {
+		for _, name := range []string{"scribble", "zeroes"} {
+			out := e.Call(ctx, &tool.Call{Name: name, Arguments: args})
+			if out.Result == nil || out.Result.IsError {
+				t.Fatalf("round %d, %s: %s", i, name, text(out))
+			}
+		}
+	}
 }
 
 // TestExampleC runs the C example of examples/wasm-c, which reads files

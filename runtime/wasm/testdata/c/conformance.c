@@ -21,7 +21,10 @@ static const char schema[] =
 	"{\"name\":\"sleep\",\"summary\":\"Wait until stopped.\",\"parameters\":" OBJ("marker", "string", "") "},"
 	"{\"name\":\"crash\",\"summary\":\"Trap without an answer.\",\"parameters\":" OBJ("message", "string", "") "},"
 	"{\"name\":\"huge\",\"summary\":\"Write size bytes.\",\"parameters\":" OBJ("size", "integer", ",\"minimum\":1") "},"
-	"{\"name\":\"ask\",\"summary\":\"Ask before going ahead.\",\"parameters\":" OBJ("subject", "string", "") "}"
+	"{\"name\":\"ask\",\"summary\":\"Ask before going ahead.\",\"parameters\":" OBJ("subject", "string", "") "},"
+	"{\"name\":\"scribble\",\"summary\":\"Fill new memory.\",\"parameters\":" OBJ("pages", "integer", "") "},"
+	"{\"name\":\"zeroes\",\"summary\":\"Check new memory.\",\"parameters\":" OBJ("pages", "integer", "") "},"
+	"{\"name\":\"request\",\"summary\":\"Show the request.\",\"parameters\":{\"type\":\"object\"}}"
 	"]}\n";
 
 /* string_arg returns the string argument name, or answers with an error
@@ -168,6 +171,57 @@ static void ask(lathe_request *req) {
 	free(subject);
 }
 
+/* grow grows the linear memory by the argument "pages" and returns the
+ * first new byte, or NULL after answering with an error. */
+static unsigned char *grow(lathe_request *req, long long *pages) {
+	lathe_value v = {0};
+	long old;
+	if (!lathe_get(req->arguments, "pages", &v) || !lathe_int(v, pages) || *pages < 1 || *pages > 1024) {
+		lathe_error("the argument pages is not an integer from 1 to 1024");
+		return NULL;
+	}
+	old = __builtin_wasm_memory_grow(0, (unsigned long)*pages);
+	if (old < 0) {
+		lathe_error("memory.grow failed");
+		return NULL;
+	}
+	return (unsigned char *)((unsigned long)old * 65536);
+}
+
+/* scribble fills memory of its own growing with a pattern, which zeroes,
+ * in a later call, must never see. */
+static void scribble(lathe_request *req) {
+	long long pages;
+	unsigned char *p = grow(req, &pages);
+	if (p == NULL)
+		return;
+	memset(p, 0xA5, (size_t)pages * 65536);
+	lathe_success("scribbled", 9, NULL);
+}
+
+/* zeroes checks that memory it grows holds only zeros, as WebAssembly
+ * promises. */
+static void zeroes(lathe_request *req) {
+	long long pages, i;
+	unsigned char *p = grow(req, &pages);
+	if (p == NULL)
+		return;
+	for (i = 0; i < pages * 65536; i++)
+		if (p[i] != 0) {
+			lathe_errorf("byte %lld of the new memory is 0x%02x, not zero", i, p[i]);
+			return;
+		}
+	lathe_success("all zero", 8, NULL);
+}
+
+/* request answers with the request it read, as its structured content,
+ * for tests of what a runtime sends. */
+static void request(lathe_request *req) {
+	fputs("{\"type\":\"success\",\"content\":\"the request\",\"structured\":", stdout);
+	fwrite(req->object.p, 1, req->object.n, stdout);
+	fputs("}\n", stdout);
+}
+
 int main(void) {
 	lathe_request req;
 	char err[256];
@@ -195,6 +249,12 @@ int main(void) {
 		huge(&req);
 	} else if (strcmp(req.tool, "ask") == 0) {
 		ask(&req);
+	} else if (strcmp(req.tool, "scribble") == 0) {
+		scribble(&req);
+	} else if (strcmp(req.tool, "zeroes") == 0) {
+		zeroes(&req);
+	} else if (strcmp(req.tool, "request") == 0) {
+		request(&req);
 	} else {
 		lathe_errorf("no tool named %s", req.tool);
 	}
