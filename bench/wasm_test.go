@@ -239,23 +239,37 @@ func BenchmarkWASM(b *testing.B) {
 		}
 		for _, disk := range []bool{false, true} {
 			b.Run("cold/"+g.name+map[bool]string{false: "/cache=none", true: "/cache=disk"}[disk], func(b *testing.B) {
-				var floorCache wazero.CompilationCache
-				var pipeDir string
-				if disk {
-					c, err := wazero.NewCompilationCacheWithDir(b.TempDir())
+				// Each run of the floor opens the cache directory anew, as
+				// a new lathe process does: a CompilationCache object
+				// kept between runs would serve the compiled module from
+				// memory and never read the disk.
+				var floorDir, pipeDir string
+				floorCache := func() wazero.CompilationCache {
+					if floorDir == "" {
+						return nil
+					}
+					c, err := wazero.NewCompilationCacheWithDir(floorDir)
 					if err != nil {
 						b.Fatal(err)
 					}
-					defer c.Close(context.Background())
-					floorCache = c
+					return c
+				}
+				if disk {
+					floorDir = b.TempDir()
+					c := floorCache()
 					newBareWASM(b, wasmBytes, c, true).close() // fill both caches
+					c.Close(context.Background())
 					pipeDir = filepath.Join(b.TempDir(), "cache")
 					newPipeline(b, g, def, ws, pipeDir).close()
 				}
 				compareRuns(b, func() {
-					w := newBareWASM(b, wasmBytes, floorCache, true)
+					c := floorCache()
+					w := newBareWASM(b, wasmBytes, c, true)
 					g.check(b, w.run(b, req))
 					w.close()
+					if c != nil {
+						c.Close(context.Background())
+					}
 				}, func() {
 					p := newPipeline(b, g, def, ws, pipeDir)
 					p.call(b, g)
