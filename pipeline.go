@@ -32,6 +32,7 @@ type Invocation struct {
 
 	entry *entry
 	trace *callTrace // nil while nobody listens to call events
+	ops   opLog      // the host operations of its run (RecordOperation)
 	// timeout is the engine's default, for a tool without a timeout of its own.
 	timeout time.Duration
 }
@@ -210,15 +211,24 @@ func (e *Engine) execute(ctx context.Context, inv *Invocation) (*tool.Outcome, e
 		timeout = e.opts.Timeout
 	}
 	// A caller's deadline that comes sooner governs alone, and saves a timer.
+	// The runtime's context carries the invocation, so that the operations
+	// the tool asks its host for are recorded with this call
+	// (RecordOperation): in the deadline's own context, at no cost, or in a
+	// context of its own when the caller's deadline saved that.
 	parent := ctx
 	var dc *deadlineCtx
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= timeout {
 		timeout = time.Until(d).Round(time.Millisecond)
+		ctx = context.WithValue(ctx, invocationKey{}, inv)
 	} else {
 		dc = withDeadline(ctx, time.Now().Add(timeout))
+		dc.inv = inv
 		defer dc.release()
 		ctx = dc
 	}
+	// Once the run is over, whether the tool returned or was left behind,
+	// nothing more is recorded for the call.
+	defer inv.ops.end()
 
 	var out *tool.Outcome
 	var err error

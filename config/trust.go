@@ -187,11 +187,15 @@ func (c *Config) Split() (*Config, []Widening) {
 			n.Policy.Rules = append(n.Policy.Rules, r)
 			continue
 		}
-		what := "tool = " + quote(r.Tool)
+		what, runs := "tool = "+quote(r.Tool), "calls"
+		if r.Operation != "" {
+			what += ", operation = " + quote(string(r.Operation))
+			runs = "the tools' host operations"
+		}
 		if r.Args != "" {
 			what += ", args = " + quote(r.Args)
 		}
-		add(r.Pos, "policy.rules", "approval = %q for %s lets calls run without asking", string(r.Approval), what)
+		add(r.Pos, "policy.rules", "approval = %q for %s lets %s run without asking", string(r.Approval), what, runs)
 	}
 
 	// The keys of these tables are placed at their own lines.

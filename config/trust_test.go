@@ -161,6 +161,10 @@ headers = { Authorization = "Bearer ${GITHUB_TOKEN}" }`, []string{`mcp.remote.ur
 		{`[[policy.rules]]
 tool = "*"
 approval = "allow"`, []string{`policy.rules: approval = "allow" for tool = "*" lets calls run without asking`}},
+		{`[[policy.rules]]
+tool = "*"
+operation = "fetch"
+approval = "allow"`, []string{`policy.rules: approval = "allow" for tool = "*", operation = "fetch" lets the tools' host operations run without asking`}},
 		{`[tools.run_command]
 profile = "dev"`, []string{"tools.run_command.profile: runs the tool under the dev sandbox profile"}},
 		{`[tools.run_command]

@@ -18,6 +18,7 @@ import (
 	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
+	"github.com/lathe-tools/lathe/runtime/vfs"
 	"github.com/lathe-tools/lathe/runtime/wasm"
 	"github.com/lathe-tools/lathe/tool"
 )
@@ -190,6 +191,9 @@ func runtimeFor(explicit string, argv []string) (string, error) {
 	switch rt {
 	case process.RuntimeName:
 		return rt, nil
+	case vfs.RuntimeName:
+		// Never inferred: a VFS tool is one written for the host API.
+		return rt, nil
 	case wasm.RuntimeName:
 		return rt, nil
 	case "js", "remote", "temporal":
@@ -211,6 +215,9 @@ func (l *localLoader) tool(name string, t *config.Tool) error {
 	rt, err := runtimeFor(t.Runtime, t.Command)
 	if err != nil {
 		return fail("%v", err)
+	}
+	if rt == vfs.RuntimeName {
+		return l.vfsTool(name, t)
 	}
 	if rt == wasm.RuntimeName {
 		return l.wasmTool(name, t)
@@ -313,6 +320,9 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 	rt, err := runtimeFor(s.Runtime, s.Command)
 	if err != nil {
 		return fail("%v", err)
+	}
+	if rt == vfs.RuntimeName {
+		return l.vfsToolset(s)
 	}
 	if rt == wasm.RuntimeName {
 		return l.wasmToolset(s)

@@ -221,6 +221,33 @@ func TestEscapeInfiniteLoop(t *testing.T) {
 	}
 }
 
+// A module asleep in one long sleep (poll_oneoff, in lathe's code rather
+// than the module's) is stopped at its deadline too.
+func TestEscapeLongSleep(t *testing.T) {
+	nap := guestTool(t, "nap", wasm.Options{Workspace: t.TempDir()}, allowAll)
+	nap.Timeout = 300 * time.Millisecond
+	start := time.Now()
+	out := call(t, nap, map[string]any{})
+	if out.Result == nil || out.Result.ErrorKind != tool.KindTimeout {
+		t.Errorf("a long sleep: %s, want a timeout", text(out))
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the sleep was stopped after %s", d)
+	}
+}
+
+// A module that sends host requests without reading their answers is
+// stopped before their answers fill lathe's memory.
+func TestEscapeHostFlood(t *testing.T) {
+	ws := t.TempDir()
+	write(t, filepath.Join(ws, "big"), strings.Repeat("x", 1<<20))
+	flood := guestTool(t, "flood", wasm.Options{Workspace: ws, Perms: host.Permissions{Read: []string{"big"}}}, nil)
+	out := call(t, flood, map[string]any{"path": "big"})
+	if out.Result == nil || out.Result.ErrorKind != tool.KindRuntimeFailure || !strings.Contains(text(out), "without reading their answers") {
+		t.Errorf("a flood of host requests: %s, want a runtime failure saying so", text(out))
+	}
+}
+
 // Standard output is capped: past it, the module is stopped.
 func TestEscapeOutputCap(t *testing.T) {
 	huge := guestTool(t, "huge", wasm.Options{Workspace: t.TempDir(), MaxOutputBytes: 1 << 20}, allowAll)

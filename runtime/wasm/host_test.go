@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/runtime/wasm"
 	"github.com/lathe-tools/lathe/tool"
@@ -235,4 +238,45 @@ func hostCallModule(req string, cap int) []byte {
 	seg := cat([]byte{0x00}, i32(reqAt), []byte{0x0b}, str(req))
 	b = append(b, section(11, cat([]byte{1}, seg))...)
 	return b
+}
+
+// A file operation the module does itself through WASI is an operation of
+// its call, as a host request is: the engine emits it, allowed or denied,
+// with the call's id.
+func TestWASIOperationsRecorded(t *testing.T) {
+	ws := permsDirs(t)
+	read := guestTool(t, "read", wasm.Options{Workspace: ws, Perms: host.Permissions{Read: []string{"src/**"}}}, nil)
+	e := lathe.New(lathe.Options{})
+	defer e.Close()
+	if err := e.Register(read); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var ops []lathe.Event
+	cancel := e.Subscribe(func(ev lathe.Event) {
+		mu.Lock()
+		ops = append(ops, ev)
+		mu.Unlock()
+	}, lathe.EventOperation)
+	defer cancel()
+	ctx, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	for _, p := range []string{"src/a.txt", "private.txt"} {
+		e.Call(ctx, &tool.Call{ID: "c-" + p, Name: "read", Arguments: json.RawMessage(`{"path":"` + p + `"}`)})
+	}
+	found := map[string]string{}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(found) < 2 && time.Now().Before(deadline) {
+		mu.Lock()
+		for _, ev := range ops {
+			if ev.Operation != nil && ev.Operation.Kind == "read" && ev.CallID == "c-"+ev.Operation.Subject {
+				found[ev.Operation.Subject] = ev.Operation.Approval
+			}
+		}
+		mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if found["src/a.txt"] != "allow" || found["private.txt"] != "deny" {
+		t.Errorf("operations seen: %v, want the read of src/a.txt allowed and of private.txt denied, each with its call", found)
+	}
 }

@@ -27,10 +27,20 @@ type stdio struct {
 
 	line     []byte // an unfinished line of standard output
 	out      []byte // standard output that is not a host request
-	written  int    // bytes of standard output, host requests included
 	max      int
-	overflow bool
+	overflow bool // the answer, or a line, went past its cap
+	flooded  bool // the module sent requests without reading their answers
 }
+
+// maxRequestLine bounds one line of standard output that may be a host
+// request: an fs/write of the host's largest size, in base64, and room
+// for the rest of the request.
+var maxRequestLine = int(host.DefaultLimits().Write)*4/3 + 1<<20
+
+// maxPendingInput bounds the answers the module has not read yet: one
+// that asks without reading would otherwise grow lathe's memory without
+// end.
+const maxPendingInput = 64 << 20
 
 func newStdio(ctx context.Context, sess *host.Session, req []byte, max int, stop context.CancelFunc) *stdio {
 	return &stdio{ctx: ctx, sess: sess, stop: stop, in: append(req, '\n'), max: max}
@@ -52,12 +62,7 @@ func (s *stdio) Read(p []byte) (int, error) {
 }
 
 func (s *stdio) Write(p []byte) (int, error) {
-	if s.overflow {
-		return 0, errOverflow
-	}
-	if s.written += len(p); s.written > s.max {
-		s.overflow = true
-		s.stop()
+	if s.overflow || s.flooded {
 		return 0, errOverflow
 	}
 	n := len(p)
@@ -70,6 +75,15 @@ func (s *stdio) Write(p []byte) (int, error) {
 		s.line = append(s.line, p[:i+1]...)
 		p = p[i+1:]
 		s.endLine()
+	}
+	// The answer is capped; a line may be longer while it may still be a
+	// host request (an fs/write of the host's largest size).
+	if len(s.out) > s.max || len(s.line) > max(s.max, maxRequestLine) {
+		s.overflow = true
+	}
+	if s.overflow || s.flooded {
+		s.stop()
+		return 0, errOverflow
 	}
 	return n, nil
 }
@@ -114,6 +128,10 @@ func hostRequest(line []byte) (*host.Request, bool) {
 }
 
 func (s *stdio) answer(req *host.Request) {
+	if len(s.in)-s.off > maxPendingInput {
+		s.flooded = true
+		return
+	}
 	resp := do(s.ctx, s.sess, req)
 	if len(req.ID) == 0 {
 		return // a notification has no answer

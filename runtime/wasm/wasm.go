@@ -49,6 +49,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lathe-tools/lathe/host"
+	"github.com/lathe-tools/lathe/host/scope"
 	"github.com/lathe-tools/lathe/internal/statedir"
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
@@ -239,6 +240,15 @@ func (r *Runtime) compile(ctx context.Context, b []byte) (wazero.CompiledModule,
 			c.err = checkCommand(c.mod)
 		}
 	})
+	if c.err != nil && ctx.Err() != nil {
+		// A compilation cut short says nothing of the module: the next
+		// load compiles it again.
+		r.mu.Lock()
+		if r.mods[sum] == c {
+			delete(r.mods, sum)
+		}
+		r.mu.Unlock()
+	}
 	return c.mod, c.err
 }
 
@@ -349,11 +359,43 @@ func (r *Runtime) Load(ctx context.Context, path string, opts Options) (*Module,
 	if len(mod.ImportedMemories()) > 0 {
 		return nil, fmt.Errorf("%s is %w: it imports its memory", path, ErrNotWASI)
 	}
+	if opts.Host != nil {
+		if err := selfWritable(path, opts.Host); err != nil {
+			return nil, err
+		}
+	}
 	m := &Module{r: r, path: path, mod: mod, opts: opts}
 	if opts.Host != nil {
 		m.mounts = mounts(opts.Workspace, opts.Perms)
 	}
 	return m, nil
+}
+
+// selfWritable refuses a module that lies in its own write scope: through
+// WASI or the host API it could rewrite itself, and the next lathe would
+// run (and believe the self-description of) what it wrote.
+func selfWritable(path string, h *host.Host) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil // readModule has read it; a link gone since is no write scope
+	}
+	ws := h.Workspace()
+	rel, ok := strings.CutPrefix(real, ws+string(filepath.Separator))
+	if !ok {
+		return nil
+	}
+	rel = filepath.ToSlash(rel)
+	for _, w := range h.Permissions().Write {
+		if w == ws {
+			w = "."
+		} else if r, ok := strings.CutPrefix(w, ws+"/"); ok {
+			w = r
+		}
+		if pat, err := scope.CompilePath(w); err == nil && pat.Match(rel) {
+			return fmt.Errorf("the module %s lies in its own write scope (write = %q), so it could rewrite itself; keep it out of write", rel, w)
+		}
+	}
+	return nil
 }
 
 // readModule reads a module file, refusing what is not WASM at all with a
@@ -655,6 +697,9 @@ func (m *Module) run(ctx context.Context, def *tool.Definition, action protocol.
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
+	case io.flooded:
+		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
+			Message: fmt.Sprintf("the tool sent host requests without reading their answers (over %d MiB of them) and was stopped", maxPendingInput>>20)}
 	case io.overflow:
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
 			Message: fmt.Sprintf("the tool wrote more than %d bytes to standard output and was stopped", m.opts.MaxOutputBytes),

@@ -32,20 +32,26 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	var err error
-	if base, err = os.MkdirTemp("", "lathe-wasm-test-"); err != nil {
+	root, err := os.MkdirTemp("", "lathe-wasm-test-")
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(base)
-	if base, err = filepath.EvalSymlinks(base); err != nil {
+	defer os.RemoveAll(root)
+	if root, err = filepath.EvalSymlinks(root); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	// Every t.TempDir of the run lies in base, so that a permission on
-	// base reaches the marker files the conformance suite makes.
+	// base reaches the marker files the conformance suite makes; the
+	// guest lies beside it, out of every test's write scope.
+	base = filepath.Join(root, "tmp")
+	if err := os.Mkdir(base, 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	os.Setenv("TMPDIR", base)
-	guest = filepath.Join(base, "guest.wasm")
+	guest = filepath.Join(root, "guest.wasm")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", guest, "./testdata/go")
@@ -53,7 +59,7 @@ func run(m *testing.M) int {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		guestErr = fmt.Errorf("building the Go guest: %v\n%s", err, out)
 	}
-	cacheDir := filepath.Join(base, "cache")
+	cacheDir := filepath.Join(root, "cache")
 	if shared, err = wasm.NewRuntime(wasm.Config{CacheDir: cacheDir}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -303,6 +309,39 @@ func TestCacheDirRefused(t *testing.T) {
 	if rt, err := wasm.NewRuntime(wasm.Config{CacheDir: planted}); err == nil {
 		rt.Close()
 		t.Error("a cache with a subdirectory writable by all was used")
+	}
+}
+
+// A module in its own write scope is refused: it could rewrite itself.
+func TestSelfWritable(t *testing.T) {
+	ws := t.TempDir()
+	b, err := os.ReadFile(guestPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(ws, "tools", "guest.wasm")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{".", "tools/", "**/*.wasm", ws + "/tools"} {
+		h, err := host.New(host.Config{Tool: "t", Workspace: ws, Perms: host.Permissions{Write: []string{w}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = shared.Load(context.Background(), p, wasm.Options{Host: h, Workspace: ws, Perms: h.Permissions()})
+		if err == nil || !strings.Contains(err.Error(), "write scope") {
+			t.Errorf("write = [%q]: Load = %v, want a refusal", w, err)
+		}
+		h.Close()
+	}
+	h, err := host.New(host.Config{Tool: "t", Workspace: ws, Perms: host.Permissions{Write: []string{"out/"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, err := shared.Load(context.Background(), p, wasm.Options{Host: h, Workspace: ws, Perms: h.Permissions()}); err != nil {
+		t.Errorf("write = [\"out/\"]: %v", err)
 	}
 }
 

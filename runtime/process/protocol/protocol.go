@@ -58,6 +58,10 @@ type Context struct {
 	CallID string `json:"call_id,omitempty"`
 	// Options are the tool's options from the configuration.
 	Options map[string]any `json:"options,omitempty"`
+	// Host is the version of the host API (the project's docs/host.md)
+	// the tool may use over its standard input and output, or 0 when it
+	// has none: a VFS tool gets it, a plain process tool does not.
+	Host int `json:"host,omitempty"`
 }
 
 // Answer types, the values of [Answer].Type.

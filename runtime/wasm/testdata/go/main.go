@@ -160,6 +160,20 @@ func main() {
 					keep = append(keep, b)
 				}
 			}),
+		// flood sends host requests and never reads their answers.
+		sdk.Func(sdk.Definition{Name: "flood", Summary: "Ask without reading."},
+			func(_ context.Context, in pathIn) (string, error) {
+				for i := 0; ; i++ {
+					if _, err := fmt.Fprintf(os.Stdout, `{"jsonrpc":"2.0","id":%d,"method":"fs/read","params":{"path":%q}}`+"\n", i, in.Path); err != nil {
+						return "", err
+					}
+				}
+			}),
+		sdk.Func(sdk.Definition{Name: "nap", Summary: "Sleep for an hour in one go."},
+			func(_ context.Context, _ struct{}) (string, error) {
+				time.Sleep(time.Hour)
+				return "rested", nil
+			}),
 		sdk.Func(sdk.Definition{Name: "spin", Summary: "Loop without end, never calling the host."},
 			func(_ context.Context, _ struct{}) (string, error) {
 				n := 0
