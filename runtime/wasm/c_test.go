@@ -27,8 +27,8 @@ import (
 // helper lathe.h, and built with clang for wasm32-wasi by each test that
 // needs them.
 
-// cModules are the C tools, built once per run into the run's base
-// directory: the conformance suite's tools, word_count, and the example
+// cModules are the C tools, built once per run into a directory beside
+// the run's base: the conformance suite's tools, word_count, and the example
 // line_count of examples/wasm-c.
 type cModules struct {
 	conformance, wordCount, lineCount string
@@ -44,7 +44,9 @@ func buildC(t *testing.T) cModules {
 	t.Helper()
 	wasmbuild.HaveC(t)
 	cOnce.Do(func() {
-		dir := filepath.Join(base, "c")
+		// Beside base, out of the write scope of every test (a module
+		// that could rewrite itself is refused).
+		dir := filepath.Join(filepath.Dir(base), "c")
 		if cErr = os.Mkdir(dir, 0o755); cErr != nil {
 			return
 		}
