@@ -204,7 +204,7 @@ func runtimeFor(explicit string, argv []string) (string, error) {
 		return "", fmt.Errorf("runtime %q%s is not built into this lathe yet; "+
 			"run the tool as a process (runtime = \"process\", with a command that starts it)", rt, how)
 	}
-	return "", fmt.Errorf("unknown runtime %q: local tools run as \"process\"", rt)
+	return "", fmt.Errorf("unknown runtime %q: local tools run as \"process\", \"vfs\" or \"wasm\"", rt)
 }
 
 // tool builds the tool of a [tools.NAME] table with a command.

@@ -130,6 +130,17 @@ func TestHostAPIStdio(t *testing.T) {
 	}
 }
 
+// A Go tool that uses the SDK's host client, as a VFS tool does, works
+// unchanged as a WASM module: request after request, denials included.
+func TestSDKHostClient(t *testing.T) {
+	ws := permsDirs(t)
+	hc := guestTool(t, "sdkhost", wasm.Options{Workspace: ws, Perms: host.Permissions{Read: []string{"src/**", "inside.txt"}}}, nil)
+	out := call(t, hc, map[string]any{"lines": []string{"src/a.txt", "inside.txt", "private.txt", "src/a.txt"}})
+	if want := "source\ninside\ndenied\nsource"; text(out) != want {
+		t.Errorf("got %q, want %q", text(out), want)
+	}
+}
+
 // The host function lathe.host_call takes the same requests, for a guest
 // that would rather call than write lines; a response longer than the
 // guest's buffer waits for host_result.

@@ -196,6 +196,29 @@ func main() {
 				}
 				return strings.Join(answers, "\n"), nil
 			}),
+		// sdkhost reads files through the SDK's host client, the same code
+		// as a VFS tool's.
+		sdk.Func(sdk.Definition{Name: "sdkhost", Summary: "Read files through the SDK's host client."},
+			func(ctx context.Context, in hostIn) (string, error) {
+				h, ok := sdk.Host(ctx)
+				if !ok {
+					return "", errors.New("no host API")
+				}
+				var got []string
+				for _, p := range in.Lines {
+					b, err := h.ReadFile(ctx, p)
+					if err != nil {
+						var he *sdk.HostError
+						if errors.As(err, &he) && he.Denied() {
+							got = append(got, "denied")
+							continue
+						}
+						return strings.Join(got, "\n"), err
+					}
+					got = append(got, string(b))
+				}
+				return strings.Join(got, "\n"), nil
+			}),
 		sdk.Func(sdk.Definition{Name: "env", Summary: "Report the module's environment."},
 			func(ctx context.Context, _ struct{}) (map[string]any, error) {
 				wd, _ := os.Getwd()
