@@ -38,7 +38,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -589,29 +588,11 @@ func (m *Module) request(def *tool.Definition, action protocol.Action, call *too
 	if action != protocol.ActionSchema {
 		r.Tool = m.toolName(def)
 	}
-	if m.opts.Host == nil {
-		return protocol.NewRequest(r)
+	if m.opts.Host != nil {
+		// With the host API, the context says so.
+		r.Context.Host = host.Version
 	}
-	// With the host API, the context says so (context.host). The request
-	// is encoded once, with the context in a type that adds the field,
-	// rather than encoded, decoded and encoded again.
-	r.Protocol = protocol.Version
-	if len(bytes.TrimSpace(r.Arguments)) == 0 {
-		r.Arguments = json.RawMessage(`{}`)
-	}
-	return json.Marshal(&requestWithHost{Request: r, Context: contextWithHost{Context: r.Context, Host: host.Version}})
-}
-
-// requestWithHost is a protocol request whose context carries host: its
-// Context, at a shallower depth, hides the embedded request's.
-type requestWithHost struct {
-	*protocol.Request
-	Context contextWithHost `json:"context"`
-}
-
-type contextWithHost struct {
-	protocol.Context
-	Host int `json:"host"`
+	return protocol.NewRequest(r)
 }
 
 // run instantiates the module for one request and runs it to its end. The
