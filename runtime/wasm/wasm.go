@@ -38,7 +38,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/lathe-tools/lathe/internal/tail"
@@ -116,7 +115,10 @@ type Runtime struct {
 	mu     sync.Mutex
 	mods   map[[32]byte]*compiled
 	closed bool
-	wg     sync.WaitGroup
+	// mems holds the linear memories of finished calls, zeroed, for the
+	// next calls to take instead of allocating their own (see memory).
+	mems sync.Pool
+	wg   sync.WaitGroup
 
 	closing context.Context // done once Close is called
 	close   context.CancelFunc
@@ -579,23 +581,11 @@ func (m *Module) request(def *tool.Definition, action protocol.Action, call *too
 	if action != protocol.ActionSchema {
 		r.Tool = m.toolName(def)
 	}
-	b, err := protocol.NewRequest(r)
-	if err != nil || m.opts.Host == nil {
-		return b, err
+	if m.opts.Host != nil {
+		// With the host API, the context says so.
+		r.Context.Host = host.Version
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(b, &top); err != nil {
-		return nil, err
-	}
-	var cx map[string]json.RawMessage
-	if err := json.Unmarshal(top["context"], &cx); err != nil {
-		return nil, err
-	}
-	cx["host"] = json.RawMessage(fmt.Sprint(host.Version))
-	if top["context"], err = json.Marshal(cx); err != nil {
-		return nil, err
-	}
-	return json.Marshal(top)
+	return protocol.NewRequest(r)
 }
 
 // run instantiates the module for one request and runs it to its end. The
@@ -628,7 +618,7 @@ func (m *Module) run(ctx context.Context, def *tool.Definition, action protocol.
 	}
 	io := newStdio(callCtx, sess, req, m.opts.MaxOutputBytes, cancel)
 	errTail := &tail.Buffer{Max: tail.Kept}
-	mem := &memory{limit: uint64(m.opts.MemoryLimit)}
+	mem := &memory{limit: uint64(m.opts.MemoryLimit), pool: &r.mems}
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithArgs(filepath.Base(m.path)).
@@ -776,11 +766,25 @@ func sessionChecker(s *host.Session) checker {
 // memory is the linear memory of one instance, grown up to limit. A grow
 // past it fails as memory.grow fails, and is remembered so that the
 // failure can say why.
+//
+// A call's memory comes from pool when a finished call left one there,
+// and goes back to it when the instance is freed: a memory of a few
+// hundred KiB per call is otherwise most of what a call allocates, and
+// the garbage collector's work for it a large share of a small tool's
+// cost. Every byte a call could have written is zeroed before the memory
+// goes back (Free), and the capacity past its length never held anything,
+// so a call sees only zeros, as WebAssembly requires, and never a byte of
+// an earlier call's, which may have been another tool's.
 type memory struct {
 	limit   uint64
 	refused uint64 // the largest size asked for past limit
 	buf     []byte
+	pool    *sync.Pool // of *[]byte, all zero up to their capacity
 }
+
+// maxPooled bounds the capacity of a memory kept for later calls, so that
+// one large call does not pin its memory for the runtime's life.
+const maxPooled = 16 << 20
 
 func (m *memory) Allocate(_, _ uint64) experimental.LinearMemory { return m }
 
@@ -793,10 +797,28 @@ func (m *memory) Reallocate(size uint64) []byte {
 		m.buf = m.buf[:size]
 		return m.buf
 	}
+	if m.buf == nil && m.pool != nil {
+		if p, _ := m.pool.Get().(*[]byte); p != nil {
+			if uint64(cap(*p)) >= size {
+				m.buf = (*p)[:size]
+				return m.buf
+			}
+			m.pool.Put(p)
+		}
+	}
 	nb := make([]byte, size, min(max(size, uint64(cap(m.buf))*2), m.limit))
 	copy(nb, m.buf)
 	m.buf = nb
 	return m.buf
 }
 
-func (m *memory) Free() { m.buf = nil }
+func (m *memory) Free() {
+	if m.pool != nil && m.buf != nil && cap(m.buf) <= maxPooled {
+		// The length only grows, and what lies past it was zero when the
+		// memory was made or taken: clearing up to it clears everything.
+		clear(m.buf)
+		b := m.buf[:0]
+		m.pool.Put(&b)
+	}
+	m.buf = nil
+}
