@@ -358,6 +358,12 @@ func engineError(err error, opts Options) string {
 	return err.Error()
 }
 
+// nullText explains a thrown null, which is how the engine ends a script
+// that ran out of memory so far that it could not make the error.
+func nullText(limit int64) string {
+	return fmt.Sprintf("out of memory: the tool went past its memory limit of %d MiB (the engine threw null, as it does when it cannot even make the error; or the tool threw null itself)", limit>>20)
+}
+
 func isOOM(name, msg string) bool {
 	return name == "InternalError" && msg == "out of memory"
 }
@@ -376,6 +382,8 @@ func (r *Runtime) outcome(def *tool.Definition, c *call) (*tool.Outcome, error) 
 		}
 		return &tool.Outcome{Result: &tool.Result{Content: []tool.Content{{Type: tool.ContentText, Text: c.payload}},
 			Structured: json.RawMessage(c.payload)}}, nil
+	case "null":
+		return nil, r.fail(def, "execute", nullText(r.opts.MemoryLimit)+tail.StderrNote(c.console.Bytes()), nil)
 	case "nodef":
 		return nil, r.fail(def, "execute", "the tool's default export has no execute function", nil)
 	}
