@@ -1,0 +1,52 @@
+package codemode
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/tool"
+)
+
+// Watch keeps the tool list in run_code's description current as the tools
+// of e change (an upstream server's tools/list_changed, a tool file
+// added): t is the run_code tool as it was registered in e (made by [New],
+// then adjusted by the configuration), and opts the options it was made
+// with. The list is replaced within whatever the description became, so a
+// configured description that quotes the tool's own ({description}) keeps
+// its words. cancel stops it; the engine's Close stops it too.
+func Watch(e *lathe.Engine, t tool.Tool, opts Options) (cancel func()) {
+	opts = opts.withDefaults()
+	var mu sync.Mutex
+	listed := Listing(e.Tools(), opts.MaxListed)
+	return e.Subscribe(func(ev lathe.Event) {
+		if onlyRunCode(ev.Added) && onlyRunCode(ev.Removed) {
+			// The change this function made itself.
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		cur, ok := e.Lookup(Name)
+		if !ok {
+			return
+		}
+		next := Listing(e.Tools(), opts.MaxListed)
+		if next == listed || !strings.Contains(cur.Description, listed) {
+			return
+		}
+		t.Definition = cur
+		t.Definition.Description = strings.Replace(cur.Description, listed, next, 1)
+		if e.Replace([]string{Name}, t) == nil {
+			listed = next
+		}
+	}, lathe.EventToolsChanged)
+}
+
+func onlyRunCode(names []string) bool {
+	for _, n := range names {
+		if n != Name {
+			return false
+		}
+	}
+	return true
+}
