@@ -83,7 +83,9 @@ const cmTop3 = `[{"path":"src/f19.txt","n":57},{"path":"src/f18.txt","n":54},{"p
 // the model makes (direct-calls, code-calls), the bytes returned to it
 // (direct-bytes, code-bytes), the wall time of each in milliseconds
 // (direct-ms, code-ms; the model's own time, which the direct way spends
-// 20 times, is not counted), and code/direct, the ratio of the times.
+// 20 times, is not counted), code/direct, the ratio of the times, and
+// empty-ms, a run_code call whose script only returns 1: the fixed cost of
+// a script (transpiling it, a fresh engine, the pipeline).
 func BenchmarkCodeMode(b *testing.B) {
 	w := cmWorkspace(b)
 	ctx := context.Background()
@@ -122,7 +124,8 @@ func BenchmarkCodeMode(b *testing.B) {
 		}
 		return 1, len(text)
 	}
-	var dT, cT time.Duration
+	empty, _ := json.Marshal(map[string]string{"code": "return 1"})
+	var dT, cT, eT time.Duration
 	var dCalls, dBytes, cCalls, cBytes int
 	b.ResetTimer()
 	for b.Loop() {
@@ -132,6 +135,11 @@ func BenchmarkCodeMode(b *testing.B) {
 		start = time.Now()
 		cCalls, cBytes = code()
 		cT += time.Since(start)
+		start = time.Now()
+		if out := e.Call(ctx, &tool.Call{Name: codemode.Name, Arguments: empty}); out.Err() != nil {
+			b.Fatal(out.Err())
+		}
+		eT += time.Since(start)
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(dCalls), "direct-calls")
@@ -140,5 +148,6 @@ func BenchmarkCodeMode(b *testing.B) {
 	b.ReportMetric(float64(cBytes), "code-bytes")
 	b.ReportMetric(dT.Seconds()*1000/n, "direct-ms")
 	b.ReportMetric(cT.Seconds()*1000/n, "code-ms")
+	b.ReportMetric(eT.Seconds()*1000/n, "empty-ms")
 	b.ReportMetric(float64(cT)/float64(dT), "code/direct")
 }
