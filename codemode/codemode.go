@@ -146,6 +146,7 @@ func New(e *lathe.Engine, opts Options) tool.Tool {
 			InputSchema: json.RawMessage(inputSchema),
 			Annotations: tool.Annotations{Title: "Run code", DestructiveHint: tool.Bool(true), OpenWorldHint: tool.Bool(true)},
 			Runtime:     RuntimeName,
+			Source:      "builtin",
 		},
 		Runtime: &runtime{engine: e, opts: opts, eval: evalJS},
 		// A script's calls are whatever its tools are; it runs alone in a
