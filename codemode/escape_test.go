@@ -15,6 +15,7 @@ import (
 	"github.com/lathe-tools/lathe/codemode"
 	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/policy"
+	"github.com/lathe-tools/lathe/runtime/builtin"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -293,5 +294,64 @@ func TestCallFlood(t *testing.T) {
 	}
 	if n != limit {
 		t.Errorf("%d read_file calls reached the engine, want %d", n, limit)
+	}
+}
+
+// TestRunCodeAsksByDefault: with no rule, run_code asks (it is not
+// read-only), so with no one to ask it is denied and its script never runs;
+// a rule that allows it lets it run.
+func TestRunCodeAsksByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml string
+		runs       bool
+	}{{"no rule", "", false}, {"allowed", "[[policy.rules]]\ntool = \"run_code\"\napproval = \"allow\"\n", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ran := false
+			w := open(t, map[string]string{"lathe.toml": tc.toml}, codemode.Options{},
+				func(context.Context, map[string]codemode.Func, func(string, string)) (json.RawMessage, error) {
+					ran = true
+					return json.RawMessage(`1`), nil
+				}, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			out := w.Engine.Call(ctx, &tool.Call{Name: codemode.Name, Arguments: json.RawMessage(`{"code":"return 1"}`)})
+			if ran != tc.runs {
+				t.Fatalf("the script ran = %v, want %v (%s)", ran, tc.runs, out.Result.Text())
+			}
+			if !tc.runs && out.Result.ErrorKind != tool.KindDenied {
+				t.Errorf("run_code with no rule and no one to ask = %+v, want denied", out.Result)
+			}
+		})
+	}
+}
+
+// TestNestedQuestion: a tool that asks a question fails its call from a
+// script (no one in the script can answer it), saying so; it does not end
+// the script.
+func TestNestedQuestion(t *testing.T) {
+	var caught error
+	script := func(ctx context.Context, tools map[string]codemode.Func, _ func(string, string)) (json.RawMessage, error) {
+		_, caught = tools["asker"](ctx, nil)
+		return json.RawMessage(`"went on"`), nil
+	}
+	w := open(t, nil, codemode.Options{}, nil, nil)
+	type in struct{}
+	asker := builtin.Must(builtin.Func(tool.Definition{Name: "asker", Annotations: tool.Annotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ in) (string, error) {
+			ok, err := builtin.Ask(ctx, tool.Question{ID: "sure", Text: "Sure?", Kind: tool.QuestionBoolean})
+			return fmt.Sprint(ok), err
+		}))
+	if err := w.Engine.Register(asker); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Engine.Replace([]string{codemode.Name}, codemode.NewGo(w.Engine, codemode.Options{}, script)); err != nil {
+		t.Fatal(err)
+	}
+	out := runCode(t, w)
+	if !strings.Contains(out.Result.Text(), "went on") {
+		t.Fatalf("run_code = %q", out.Result.Text())
+	}
+	if caught == nil || !strings.Contains(caught.Error(), "asked a question (Sure?)") {
+		t.Errorf("the question's call: %v, want an error naming the question", caught)
 	}
 }
