@@ -108,13 +108,15 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // readLine returns the next line, its newline included, or what is left
 // at the end of the output. The slice is valid until the next call.
 func (c *stdioConn) readLine() ([]byte, error) {
+	if cap(c.line) > keepBuffer {
+		// The last long message is decoded and copied out: its buffer
+		// goes.
+		c.line = nil
+	}
 	chunk, err := c.src.ReadSlice('\n')
 	if !errors.Is(err, bufio.ErrBufferFull) {
 		// The common case: the whole line lies in the reader's buffer.
 		return chunk, err
-	}
-	if cap(c.line) > keepBuffer {
-		c.line = nil
 	}
 	line := append(c.line[:0], chunk...)
 	for errors.Is(err, bufio.ErrBufferFull) {

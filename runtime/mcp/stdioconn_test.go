@@ -351,3 +351,24 @@ func TestStdioConnConcurrentWrites(t *testing.T) {
 		t.Fatalf("%d distinct messages arrived, want %d", len(seen), writers*each)
 	}
 }
+
+// A message larger than keepBuffer is read whole, and its buffer is not
+// kept once the next message is read: one huge answer must not pin its
+// size for the session's life.
+func TestStdioConnDropsHugeBuffer(t *testing.T) {
+	c, server, _ := pipeConn(t, nil)
+	huge := strings.Repeat("z", 2*keepBuffer)
+	go func() {
+		fmt.Fprintf(server, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"text\":%q}}\n", huge)
+		fmt.Fprintf(server, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n")
+	}()
+	if m, err := readTimeout(t, c); err != nil || len(m.(*jsonrpc.Response).Result) < len(huge) {
+		t.Fatalf("huge message: %v", err)
+	}
+	if _, err := readTimeout(t, c); err != nil {
+		t.Fatal(err)
+	}
+	if n := cap(c.line); n > keepBuffer {
+		t.Fatalf("after a short message the connection still holds a buffer of %d bytes (at most %d)", n, keepBuffer)
+	}
+}
