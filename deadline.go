@@ -27,6 +27,17 @@ type deadlineCtx struct {
 
 	alarms *alarms // the engine's alarms, which end it at its deadline, once watched
 	slot   int     // its index in alarms.heap, -1 when not in it; guarded by alarms.mu
+
+	inv *Invocation // the call it runs, for RecordOperation
+}
+
+// Value answers for the call's invocation itself, so that the engine need
+// not wrap the context once more to carry it.
+func (c *deadlineCtx) Value(key any) any {
+	if _, ok := key.(invocationKey); ok && c.inv != nil {
+		return c.inv
+	}
+	return c.Context.Value(key)
 }
 
 func withDeadline(parent context.Context, d time.Time) *deadlineCtx {

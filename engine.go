@@ -89,9 +89,11 @@ func New(opts Options) *Engine {
 	return e
 }
 
-// Register adds tools to the engine. Each tool's schemas are compiled here,
-// once; a call never compiles one. Registration is all or nothing: an invalid
-// name, a bad schema or a name already taken adds none of the tools.
+// Register adds tools to the engine. Each tool's schemas are checked here,
+// and compiled once: here, or at the tool's first call when the check is
+// sure they compile (see [schema.Prepare]); no later call compiles one.
+// Registration is all or nothing: an invalid name, a bad schema or a name
+// already taken adds none of the tools.
 func (e *Engine) Register(tools ...tool.Tool) error { return e.Replace(nil, tools...) }
 
 func sourceOf(d tool.Definition) string {
@@ -112,7 +114,7 @@ func compile(t tool.Tool) (*entry, error) {
 	if err := checkBatchFields(&t); err != nil {
 		return nil, err
 	}
-	in, err := schema.Compile(d.InputSchema)
+	in, err := schema.Prepare(d.InputSchema)
 	if err != nil {
 		return nil, fmt.Errorf("lathe: tool %q: input schema: %w", d.Name, err)
 	}
@@ -124,7 +126,7 @@ func compile(t tool.Tool) (*entry, error) {
 		en.cooperative = c.Cooperative()
 	}
 	if len(d.OutputSchema) > 0 {
-		if en.output, err = schema.Compile(d.OutputSchema); err != nil {
+		if en.output, err = schema.Prepare(d.OutputSchema); err != nil {
 			return nil, fmt.Errorf("lathe: tool %q: output schema: %w", d.Name, err)
 		}
 	}

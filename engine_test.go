@@ -579,3 +579,44 @@ func TestCloseEndsIdleWorkers(t *testing.T) {
 	wg.Wait()
 	e.Close()
 }
+
+// TestRegisterRefusesBadSchemas: registration checks each schema, even when
+// it leaves the compilation to the first call, and refuses a bad one with
+// the tool's name and the place in the schema.
+func TestRegisterRefusesBadSchemas(t *testing.T) {
+	rt := tool.RuntimeFunc(func(context.Context, *tool.Definition, *tool.Call) (*tool.Outcome, error) { return nil, nil })
+	for _, c := range []struct {
+		name, input, output string
+		want                []string
+	}{
+		{"wrong type keyword", `{"type":"object","properties":{"n":{"type":"int"}}}`, "",
+			[]string{`tool "bad": input schema: schema: /properties/n/type: `}},
+		{"bad regex", `{"properties":{"s":{"type":"string","pattern":"a(b"}}}`, "",
+			[]string{`tool "bad": input schema: schema: /properties/s/pattern: must be a valid regex`}},
+		{"ref to nowhere", `{"properties":{"s":{"$ref":"#/$defs/gone"}}}`, "",
+			[]string{`tool "bad": input schema: schema: /properties/s/$ref: reference "#/$defs/gone" points to nothing`}},
+		{"not an object", `"object"`, "", []string{`tool "bad": input schema: schema: must be a JSON object, not a string`}},
+		{"bad output schema", `{}`, `{"properties":{"r":{"minimum":"1"}}}`,
+			[]string{`tool "bad": output schema: schema: /properties/r/minimum: must be number`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEngine(t, lathe.Options{})
+			bad := tool.Tool{Definition: tool.Definition{Name: "bad", InputSchema: json.RawMessage(c.input)}, Runtime: rt}
+			if c.output != "" {
+				bad.Definition.OutputSchema = json.RawMessage(c.output)
+			}
+			err := e.Register(bad)
+			if err == nil {
+				t.Fatal("Register accepted the tool")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v\nwant it to hold %q", err, w)
+				}
+			}
+			if _, ok := e.Lookup("bad"); ok {
+				t.Error("the refused tool is registered")
+			}
+		})
+	}
+}

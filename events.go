@@ -36,6 +36,10 @@ const (
 	// EventCallFinished: the call ended. Outcome says how, and Duration
 	// how long it took since EventCallStarted.
 	EventCallFinished EventKind = "call_finished"
+	// EventOperation: the running tool asked its host for an operation
+	// (package host: a file read, a URL fetched, a command run), and what
+	// became of it. Operation says which; see [RecordOperation].
+	EventOperation EventKind = "operation"
 )
 
 // Outcomes of [EventCallFinished] other than an error kind.
@@ -48,7 +52,9 @@ const (
 // delivers it. Kind says which of the fields below it sets. Events carry
 // names, numbers and verdicts, never a call's arguments or the content of
 // its result, so that a subscriber which exports them (metrics, traces)
-// cannot leak what a tool read or wrote.
+// cannot leak what a tool read or wrote. An operation's subject names what
+// a confined tool touched (a path, a URL without its userinfo and query
+// values, a command line, a variable's name), never the content.
 //
 // An event's slices and pointers are shared by every subscriber: read them,
 // do not change them.
@@ -75,6 +81,14 @@ type Event struct {
 
 	// Progress is the report of [EventProgress].
 	Progress *tool.Progress
+
+	// Operation is the host operation of [EventOperation]. For
+	// [EventApprovalAsked] and [EventApprovalAnswered] about an operation
+	// rather than the call (a policy rule that asks before a tool fetches a
+	// URL), it names the operation (Kind and Subject); nil for a call's own
+	// approval. Its subject is a path, a URL or a command line, with the
+	// URLs' userinfo and query values redacted; never a variable's value.
+	Operation *Operation
 
 	// Outcome, for [EventCallFinished], is [OutcomeOK], [OutcomeQuestion],
 	// or the [tool.ErrorKind] of a failed call ("denied", "timeout" …);
@@ -162,13 +176,15 @@ func (k EventKind) bit() kindMask {
 		return 1 << 4
 	case EventCallFinished:
 		return 1 << 5
+	case EventOperation:
+		return 1 << 6
 	}
 	return 0
 }
 
 // callKinds are the kinds that follow a call: a call is traced only while
 // somebody listens to one of them.
-const callKinds kindMask = 1<<1 | 1<<2 | 1<<3 | 1<<4 | 1<<5
+const callKinds kindMask = 1<<1 | 1<<2 | 1<<3 | 1<<4 | 1<<5 | 1<<6
 
 // hub fans an engine's events out to its subscribers.
 type hub struct {
@@ -483,20 +499,27 @@ func (e *Engine) traceUnrun(ctx context.Context, c *tool.Call, out *tool.Outcome
 // engine cannot see, as the policy stage reports the approvals it asks for
 // ([EventApprovalAsked], [EventApprovalAnswered]). The engine fills in
 // Time (when zero), Call, CallID, Tool and Session. The kinds the engine
-// publishes itself (tools changed, call started, progress, call finished)
-// are not accepted from a stage, so that every call's own events keep their
-// order; nor is anything published once the call has finished, or for a
+// publishes itself (tools changed, call started, progress, operations,
+// call finished) are not accepted from a stage, so that every call's own
+// events keep their order; nor is anything published once the call has finished, or for a
 // call that started while nobody listened.
 func (inv *Invocation) Emit(ev Event) {
 	if inv.trace == nil {
 		return
 	}
 	switch ev.Kind {
-	case EventToolsChanged, EventCallStarted, EventProgress, EventCallFinished:
+	case EventToolsChanged, EventCallStarted, EventProgress, EventCallFinished, EventOperation:
 		return
 	}
 	if ev.Kind.bit() == 0 {
 		return
+	}
+	if ev.Operation != nil {
+		// An approval about an operation names it as RecordOperation
+		// would: without the secrets a URL may carry.
+		op := *ev.Operation
+		op.Subject, op.Reason, op.Error = scrubURLs(op.Subject), scrubURLs(op.Reason), scrubURLs(op.Error)
+		ev.Operation = &op
 	}
 	inv.trace.emit(ev)
 }
@@ -533,6 +556,9 @@ func (ev Event) String() string {
 		return fmt.Sprintf("%s call=%d tool=%s progress=%g/%g", ev.Kind, ev.Call, ev.Tool, ev.Progress.Progress, ev.Progress.Total)
 	case ev.Kind == EventCallFinished:
 		return fmt.Sprintf("%s call=%d tool=%s outcome=%s", ev.Kind, ev.Call, ev.Tool, ev.Outcome)
+	case ev.Kind == EventOperation && ev.Operation != nil:
+		return fmt.Sprintf("%s call=%d tool=%s op=%s subject=%q approval=%s", ev.Kind, ev.Call, ev.Tool,
+			ev.Operation.Kind, ev.Operation.Subject, ev.Operation.Approval)
 	}
 	return fmt.Sprintf("%s call=%d tool=%s", ev.Kind, ev.Call, ev.Tool)
 }

@@ -32,4 +32,9 @@
 // the policy asks for, its progress and its end, with the caller's session
 // ([WithSession]). A subscriber never holds up a call; nobody subscribed costs
 // a call nothing.
+//
+// A confined tool asks lathe's host for its files, fetches and commands
+// (package host); the host records each such [Operation] with the running
+// call through [RecordOperation], and the call's [Invocation.Operations]
+// are what the audit log writes with it and what [EventOperation] reports.
 package lathe

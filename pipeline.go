@@ -32,6 +32,7 @@ type Invocation struct {
 
 	entry *entry
 	trace *callTrace // nil while nobody listens to call events
+	ops   opLog      // the host operations of its run (RecordOperation)
 	// timeout is the engine's default, for a tool without a timeout of its own.
 	timeout time.Duration
 }
@@ -115,7 +116,7 @@ func (e *Engine) resolve(next Handler) Handler {
 
 // Arguments returns the arguments of c as the tool would get them: found,
 // decoded and coerced, given their defaults and validated by the same
-// stages a call goes through, with the schema compiled at registration. It
+// stages a call goes through, with the same compiled schema. It
 // runs nothing else (no policy, no tool): it is for faces that look at a
 // call before or instead of making it, such as a dry run of the policy.
 func (e *Engine) Arguments(ctx context.Context, c *tool.Call) (any, error) {
@@ -131,9 +132,18 @@ func (e *Engine) Arguments(ctx context.Context, c *tool.Call) (any, error) {
 }
 
 // decode parses the raw arguments and repairs string-encoded JSON where the
-// schema declares another type.
+// schema declares another type. The tool's first call compiles its schemas,
+// if registration left that to it, before the tool runs.
 func decode(next Handler) Handler {
 	return func(ctx context.Context, inv *Invocation) (*tool.Outcome, error) {
+		if err := inv.entry.input.Ready(); err != nil {
+			return nil, schemaFailure(inv, "input", err)
+		}
+		if out := inv.entry.output; out != nil {
+			if err := out.Ready(); err != nil {
+				return nil, schemaFailure(inv, "output", err)
+			}
+		}
 		v, err := schema.Decode(inv.Call.Arguments)
 		if err != nil {
 			return nil, invalid(inv, "decode", err)
@@ -166,6 +176,14 @@ func validate(next Handler) Handler {
 	}
 }
 
+// schemaFailure is the error of a call whose tool's schema, checked at
+// registration, failed to compile at its first call: the tool's fault, not
+// the arguments', so the call fails without running.
+func schemaFailure(inv *Invocation, which string, err error) error {
+	return &tool.Error{Kind: tool.KindRuntimeFailure, Tool: inv.Call.Name, Runtime: inv.Tool.Definition.Runtime,
+		Stage: "decode", Message: "the tool's " + which + " schema does not compile", Err: err}
+}
+
 func invalid(inv *Invocation, stage string, err error) error {
 	return &tool.Error{Kind: tool.KindInvalidArguments, Tool: inv.Call.Name, Runtime: inv.Tool.Definition.Runtime,
 		Stage: stage, Message: "invalid arguments", Err: err}
@@ -193,15 +211,24 @@ func (e *Engine) execute(ctx context.Context, inv *Invocation) (*tool.Outcome, e
 		timeout = e.opts.Timeout
 	}
 	// A caller's deadline that comes sooner governs alone, and saves a timer.
+	// The runtime's context carries the invocation, so that the operations
+	// the tool asks its host for are recorded with this call
+	// (RecordOperation): in the deadline's own context, at no cost, or in a
+	// context of its own when the caller's deadline saved that.
 	parent := ctx
 	var dc *deadlineCtx
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= timeout {
 		timeout = time.Until(d).Round(time.Millisecond)
+		ctx = context.WithValue(ctx, invocationKey{}, inv)
 	} else {
 		dc = withDeadline(ctx, time.Now().Add(timeout))
+		dc.inv = inv
 		defer dc.release()
 		ctx = dc
 	}
+	// Once the run is over, whether the tool returned or was left behind,
+	// nothing more is recorded for the call.
+	defer inv.ops.end()
 
 	var out *tool.Outcome
 	var err error

@@ -1,8 +1,16 @@
 package lathe
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/lathe-tools/lathe/schema"
+	"github.com/lathe-tools/lathe/tool"
 )
 
 // TestRegistrySnapshotsDoNotChange: a call reads a snapshot of the registry
@@ -53,4 +61,40 @@ func putNamed(r *registry, name string) *registry {
 	en.tool.Definition.Name = name
 	ed.put(en)
 	return ed.done()
+}
+
+// TestFirstCallSchemaFailure: should a schema registration checked fail to
+// compile at the tool's first call, the call is a runtime failure that says
+// so, and the tool does not run.
+func TestFirstCallSchemaFailure(t *testing.T) {
+	var runs atomic.Int32
+	e := New(Options{})
+	defer e.Close()
+	err := e.Register(tool.Tool{Definition: tool.Definition{Name: "t"},
+		Runtime: tool.RuntimeFunc(func(context.Context, *tool.Definition, *tool.Call) (*tool.Outcome, error) {
+			runs.Add(1)
+			return &tool.Outcome{Result: tool.TextResult("ran")}, nil
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, which := range []string{"input", "output"} {
+		en, _ := e.tools.Load().get("t")
+		// A zero Schema, which no constructor returns, has no JSON to
+		// compile: it stands for a prepared schema whose compilation fails.
+		if which == "input" {
+			en.input = &schema.Schema{}
+		} else {
+			en.input, en.output = schema.MustCompile(nil), &schema.Schema{}
+		}
+		out := e.Call(context.Background(), &tool.Call{Name: "t", Arguments: json.RawMessage(`{}`)})
+		var te *tool.Error
+		if !errors.As(out.Err(), &te) || te.Kind != tool.KindRuntimeFailure || te.Stage != "decode" ||
+			!strings.Contains(te.Error(), "the tool's "+which+" schema does not compile: schema: ") {
+			t.Errorf("%s: err = %v, want a runtime failure naming the %s schema", which, out.Err(), which)
+		}
+	}
+	if runs.Load() != 0 {
+		t.Errorf("the tool ran %d times with a schema that does not compile", runs.Load())
+	}
 }

@@ -5,9 +5,11 @@
 // A call is written twice: a row marked started before anything runs, and
 // the same row completed when the call ends. A process that dies in the
 // middle of a call leaves its row started, which [Store.List] reports as
-// incomplete: a record is never lost. The database runs in WAL mode, so
+// incomplete: a record is never lost. The host operations a confined tool
+// asked for during the call ([Operation]) are written with its end, in the
+// same transaction, one row each. The database runs in WAL mode, so
 // that `lathe audit` reads while a server writes; each Store writes through
-// one goroutine (see [Store]), and several processes may share the file.
+// one connection (see [Store]), and several processes may share the file.
 package audit
 
 import (
@@ -73,6 +75,12 @@ type Record struct {
 	ResultBytes int           `json:"result_bytes"`
 	// PID is the process that made the call.
 	PID int `json:"pid"`
+	// Operations are what the call's tool asked lathe's host to do, in
+	// order ([Operation]); [Store.List] fills them in when its filter asks.
+	Operations []Operation `json:"operations,omitempty"`
+	// OperationsDropped counts the operations the engine did not keep
+	// (past [lathe.MaxOperations]).
+	OperationsDropped int `json:"operations_dropped,omitempty"`
 }
 
 // Store is an open audit database. Its methods are safe for concurrent use.
@@ -121,6 +129,8 @@ type op struct {
 type writer struct {
 	conn          *sql.Conn
 	start, finish *sql.Stmt
+	ops           opStmts
+	inTx          bool // within tx: a write of several statements need not open its own
 }
 
 const (
@@ -242,6 +252,10 @@ func newWriter(wdb *sql.DB) (*writer, error) {
 		w.close()
 		return nil, err
 	}
+	if err := w.ops.prepare(ctx, conn); err != nil {
+		w.close()
+		return nil, err
+	}
 	if w.start, err = conn.PrepareContext(ctx,
 		`INSERT INTO calls (call_id, time_ns, tool, arguments, status, args_bytes, pid) VALUES (?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		w.close()
@@ -262,6 +276,7 @@ func (w *writer) close() {
 			st.Close()
 		}
 	}
+	w.ops.close()
 	w.conn.Close()
 }
 
@@ -299,8 +314,9 @@ func (s *Store) write() {
 // cost the others their records.
 func (w *writer) commit(batch []*op) {
 	if len(batch) == 1 {
-		// Every write is one statement, which SQLite commits on its own;
-		// BEGIN and COMMIT would only add two round trips.
+		// A write of one statement SQLite commits on its own, and one of
+		// several opens its own transaction (writer.atomic): BEGIN and
+		// COMMIT here would only add two round trips.
 		batch[0].errc <- batch[0].run(w)
 		return
 	}
@@ -331,6 +347,8 @@ func (w *writer) tx(f func() error) error {
 	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
+	w.inTx = true
+	defer func() { w.inTx = false }()
 	if err := f(); err != nil {
 		w.conn.ExecContext(ctx, "ROLLBACK")
 		return err
@@ -358,7 +376,8 @@ func (s *Store) do(run func(w *writer) error) error {
 	// it.
 	defer s.writing.Add(-1)
 	if s.writing.Add(1) == 1 && s.wmu.TryLock() {
-		// Every write is one statement, which SQLite commits on its own.
+		// A write of one statement SQLite commits on its own; one of
+		// several opens its own transaction (writer.atomic).
 		err := run(s.w)
 		s.wmu.Unlock()
 		s.mu.RUnlock()
@@ -418,15 +437,20 @@ func (s *Store) Start(ctx context.Context, r *Record) (int64, error) {
 	return id, nil
 }
 
-// Finish completes the record id with r's decision and outcome, and returns
-// once that is committed. It runs even when ctx was cancelled: a cancelled
-// call is still recorded.
+// Finish completes the record id with r's decision and outcome, and its
+// operations, and returns once that is committed, all in one transaction.
+// It runs even when ctx was cancelled: a cancelled call is still recorded.
 func (s *Store) Finish(ctx context.Context, id int64, r *Record) error {
 	defer s.open.Add(-1)
 	return s.do(func(w *writer) error {
-		_, err := w.finish.Exec(r.Decision, r.DecidedBy, r.Reason, StatusDone, r.Outcome, int64(r.Duration),
-			r.ResultBytes, id)
-		return err
+		return w.atomic(len(r.Operations) > 0 || r.OperationsDropped > 0, func() error {
+			_, err := w.finish.Exec(r.Decision, r.DecidedBy, r.Reason, StatusDone, r.Outcome, int64(r.Duration),
+				r.ResultBytes, id)
+			if err != nil {
+				return err
+			}
+			return w.ops.writeOperations(id, r)
+		})
 	})
 }
 
@@ -442,6 +466,8 @@ type Filter struct {
 	Since time.Time
 	// Limit keeps the newest Limit records; zero means 100, negative all.
 	Limit int
+	// Operations fills in each record's operations.
+	Operations bool
 }
 
 // List returns the records that fit f, oldest first.
@@ -470,7 +496,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 		args = append(args, f.Since.UnixNano())
 	}
 	q := `SELECT id, call_id, time_ns, tool, arguments, decision, decided_by, reason, status, outcome, duration_ns,
-		args_bytes, result_bytes, pid FROM calls`
+		args_bytes, result_bytes, pid, operations_dropped FROM calls`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -491,7 +517,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 		var r Record
 		var t, d int64
 		if err := rows.Scan(&r.ID, &r.CallID, &t, &r.Tool, &r.Arguments, &r.Decision, &r.DecidedBy, &r.Reason,
-			&r.Status, &r.Outcome, &d, &r.ArgsBytes, &r.ResultBytes, &r.PID); err != nil {
+			&r.Status, &r.Outcome, &d, &r.ArgsBytes, &r.ResultBytes, &r.PID, &r.OperationsDropped); err != nil {
 			return nil, fmt.Errorf("audit: %w", err)
 		}
 		r.Time = time.Unix(0, t).UTC()
@@ -505,6 +531,11 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	// Oldest first, as a log reads.
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]
+	}
+	if f.Operations && len(out) > 0 {
+		if err := s.listOperations(ctx, out); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

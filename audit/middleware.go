@@ -14,7 +14,12 @@ import (
 // so that it sees calls that fail before the policy (an unknown tool,
 // invalid arguments) too; the policy's decision reaches it through
 // [policy.WithNote]. A call whose record cannot be started does not run:
-// an audit log that can lose calls is no audit log.
+// an audit log that can lose calls is no audit log. The call's host
+// operations ([lathe.Invocation.Operations]) are written with its end,
+// their subjects, reasons and errors redacted by r (URLs come without
+// their userinfo and query values already, from [lathe.RecordOperation]),
+// and the error of an "env" operation not kept at all, lest it quote the
+// variable's value.
 func Middleware(s *Store, r *Redactor) lathe.Middleware {
 	pid := os.Getpid()
 	return func(next lathe.Handler) lathe.Handler {
@@ -31,6 +36,10 @@ func Middleware(s *Store, r *Redactor) lathe.Middleware {
 			out, err := next(policy.WithNote(ctx, func(x policy.Decision) { d = x }), inv)
 			rec.Decision, rec.DecidedBy, rec.Reason = string(d.Approval), d.By, d.Reason
 			rec.Duration = time.Since(start)
+			// The call's run is over (the engine takes no more operations
+			// for it), so these are all it will have.
+			rec.Operations = operations(inv.Operations(), r)
+			rec.OperationsDropped = inv.OperationsDropped()
 			switch {
 			case err != nil:
 				rec.Outcome = string(tool.KindOf(err))

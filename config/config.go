@@ -174,6 +174,7 @@ func Parse(name string, data []byte) (*Config, error) {
 			s.Name = n
 		}
 	}
+	errs = append(errs, cfg.Policy.checkRules()...)
 	if err := joinSorted(errs); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/lathe-tools/lathe/host/scope"
 )
 
 // Local tools run as processes. A [tools.NAME] table with a command defines
@@ -143,6 +145,7 @@ func (c *Config) CheckLocal() error {
 		}
 		checkCommand(t.Command, at)
 		checkEnv(t.Env, at)
+		checkHost(t.Permissions(), at)
 		for _, p := range slices.Sorted(maps.Keys(t.Parameters)) {
 			errs = append(errs, checkParam([]string{"tools", name, "parameters", p}, t.Parameters[p])...)
 		}
@@ -160,6 +163,7 @@ func (c *Config) CheckLocal() error {
 		}
 		checkCommand(s.Command, at)
 		checkEnv(s.Env, at)
+		checkHost(s.Permissions(), at)
 		if !prefixPattern.MatchString(s.Prefix) {
 			at("invalid prefix %s: it must be empty, or a letter then letters, digits, _ or -", quote(s.Prefix))
 		}
@@ -179,6 +183,31 @@ func checkEnv(names []string, at func(string, ...any)) {
 	for _, n := range names {
 		if !envNamePattern.MatchString(n) {
 			at("env: %s is not a variable name; env lists names, whose values come from lathe's environment", quote(n))
+		}
+	}
+}
+
+// checkHost checks the entries of the read, write, net and run keys, as
+// lathe's host will read them (package host/scope): a path that climbs out
+// of the workspace, a URL where a host belongs, a command line where a
+// program belongs are errors here, at load, rather than denials later.
+// (env is checked by checkEnv.) Whether an absolute path lies inside the
+// workspace is checked where the host is built, which knows the workspace.
+func checkHost(p HostPermissions, at func(string, ...any)) {
+	for _, k := range []struct {
+		key     string
+		entries []string
+		check   func(string) error
+	}{
+		{"read", p.Read, scope.CheckPath},
+		{"write", p.Write, scope.CheckPath},
+		{"net", p.Net, func(s string) error { _, err := scope.CompileNet(s); return err }},
+		{"run", p.Run, scope.CheckRun},
+	} {
+		for _, e := range k.entries {
+			if err := k.check(e); err != nil {
+				at("%s: %v", k.key, err)
+			}
 		}
 	}
 }

@@ -26,9 +26,45 @@ type PolicyRule struct {
 	Arg string `toml:"arg"`
 	// Approval is "allow", "ask" or "deny".
 	Approval Approval `toml:"approval"`
+	// Operation, if set, makes the rule one about the host operations of
+	// the tools it matches ("read", "write", "list", "stat", "remove",
+	// "fetch", "run", "env", or "*" for any), not about their calls; Args
+	// then matches the operation's subject (a path relative to the
+	// workspace, a URL, a command line, a variable's name).
+	Operation Operation `toml:"operation"`
 
 	// Pos is where the rule was written.
 	Pos Pos `toml:"-"`
+}
+
+// Operation is the value of a rule's operation key.
+type Operation string
+
+// operationKinds are the host operations a rule may name; package policy
+// holds the same list (policy.OperationKinds), and a test keeps the two
+// alike.
+var operationKinds = []string{"read", "write", "list", "stat", "remove", "fetch", "run", "env"}
+
+func (o Operation) validate() error {
+	if o == "*" || slices.Contains(operationKinds, string(o)) {
+		return nil
+	}
+	return fmt.Errorf("must be one of %s, or \"*\" for any, got %q",
+		`"`+strings.Join(operationKinds, `", "`)+`"`, string(o))
+}
+
+// checkRules reports what no single key's value says is wrong with a rule:
+// arg on a rule about an operation, whose args match the operation's
+// subject rather than an argument.
+func (p *Policy) checkRules() []error {
+	var errs []error
+	for i, r := range p.Rules {
+		if r.Operation != "" && r.Arg != "" {
+			errs = append(errs, &Error{Pos: r.Pos, Msg: fmt.Sprintf(
+				"policy.rules.%d: arg does not apply to a rule with operation = %q: its args match the operation's subject", i, string(r.Operation))})
+		}
+	}
+	return errs
 }
 
 // Approval is the value of a rule's approval key.

@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/lathe-tools/lathe/policy"
 )
 
 func TestPolicyAndAudit(t *testing.T) {
@@ -39,5 +41,34 @@ func TestBadPolicyNamesItsLine(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not contain %q", err, want)
 		}
+	}
+}
+
+func TestPolicyRuleOperation(t *testing.T) {
+	cfg, err := Parse("lathe.toml", []byte("[[policy.rules]]\ntool = \"scrape\"\noperation = \"fetch\"\nargs = \"https://internal.example.com/*\"\napproval = \"deny\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cfg.Policy.Rules[0]; r.Operation != "fetch" || r.Args != "https://internal.example.com/*" {
+		t.Fatalf("rule = %+v", r)
+	}
+	_, err = Parse("lathe.toml", []byte("[[policy.rules]]\ntool = \"x\"\napproval = \"deny\"\n\n[[policy.rules]]\ntool = \"y\"\napproval = \"deny\"\noperation = \"exec\"\n\n[[policy.rules]]\ntool = \"z\"\noperation = \"read\"\narg = \"path\"\napproval = \"allow\"\n"))
+	for _, want := range []string{
+		`lathe.toml:8: policy.rules.1.operation: must be one of "read", "write", "list", "stat", "remove", "fetch", "run", "env", or "*" for any, got "exec"`,
+		`lathe.toml:10: policy.rules.2: arg does not apply to a rule with operation = "read"`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not contain %q", err, want)
+		}
+	}
+}
+
+// The configuration and the policy must agree on the operations a rule may
+// name: a kind the policy knows but the configuration refuses could never
+// be written, and one the configuration accepts but the policy does not
+// know would make a rule that matches nothing.
+func TestOperationKindsMatchThePolicy(t *testing.T) {
+	if got, want := strings.Join(operationKinds, ","), strings.Join(policy.OperationKinds(), ","); got != want {
+		t.Errorf("config knows %s, policy %s", got, want)
 	}
 }

@@ -106,6 +106,7 @@ func (c *Config) Split() (*Config, []Widening) {
 				how = " with /bin/sh"
 			}
 			add(t.Pos, key+".command", "starts the program %s%s, a local tool", argv(t.Command), how)
+			addHost(add, t.Pos, key, t.Permissions())
 		} else {
 			for _, k := range local {
 				add(t.Pos, key+"."+k, "changes how the local tool runs")
@@ -128,9 +129,10 @@ func (c *Config) Split() (*Config, []Widening) {
 		if len(s.Command) > 0 {
 			add(s.Pos, key+".command", "starts the program %s, which describes and runs tools", argv(s.Command))
 		}
-		for _, k := range setKeys(s, "enable", "command") {
+		for _, k := range setKeys(s, "enable", "command", "read", "write", "net", "run") {
 			add(s.Pos, key+"."+k, "changes how the toolset runs")
 		}
+		addHost(add, s.Pos, key, s.Permissions())
 		if off(s.Enable, s.Pos, key, "turns the toolset on") {
 			if n.Toolsets == nil {
 				n.Toolsets = map[string]*Toolset{}
@@ -185,11 +187,15 @@ func (c *Config) Split() (*Config, []Widening) {
 			n.Policy.Rules = append(n.Policy.Rules, r)
 			continue
 		}
-		what := "tool = " + quote(r.Tool)
+		what, runs := "tool = "+quote(r.Tool), "calls"
+		if r.Operation != "" {
+			what += ", operation = " + quote(string(r.Operation))
+			runs = "the tools' host operations"
+		}
 		if r.Args != "" {
 			what += ", args = " + quote(r.Args)
 		}
-		add(r.Pos, "policy.rules", "approval = %q for %s lets calls run without asking", string(r.Approval), what)
+		add(r.Pos, "policy.rules", "approval = %q for %s lets %s run without asking", string(r.Approval), what, runs)
 	}
 
 	// The keys of these tables are placed at their own lines.
@@ -221,6 +227,26 @@ func (c *Config) Split() (*Config, []Widening) {
 
 // setKeys returns the TOML keys of the fields of the struct v points to that
 // are set (not zero), less those named in except.
+// addHost adds a widening for each host permission key a local tool's or
+// a toolset's table sets, saying what it grants, so that the person who
+// trusts the file sees what a confined tool may reach (env is shown with
+// the command's other keys).
+func addHost(add func(Pos, string, string, ...any), pos Pos, key string, p HostPermissions) {
+	for _, k := range []struct {
+		name, what string
+		entries    []string
+	}{
+		{"read", "read", p.Read},
+		{"write", "write and remove", p.Write},
+		{"net", "fetch from", p.Net},
+		{"run", "run", p.Run},
+	} {
+		if len(k.entries) > 0 {
+			add(pos, key+"."+k.name, "lets a confined tool (vfs, wasm) %s %s through lathe's host API", k.what, strings.Join(k.entries, ", "))
+		}
+	}
+}
+
 func setKeys(v any, except ...string) []string {
 	rv := reflect.ValueOf(v).Elem()
 	var out []string

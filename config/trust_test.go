@@ -130,6 +130,21 @@ func TestSplit(t *testing.T) {
 	}{
 		{`[tools.lint]
 command = ["sh", "lint.sh"]`, []string{`x.toml:1: tools.lint.command: starts the program ["sh" "lint.sh"], a local tool`}},
+		{`[tools.fmt]
+command = ["./fmt"]
+runtime = "vfs"
+read = ["src/**"]
+net = ["api.example.com:443"]
+
+[toolsets.conf]
+command = ["./conf"]
+write = ["out/"]`, []string{
+			`x.toml:1: tools.fmt.command: starts the program ["./fmt"], a local tool`,
+			`x.toml:1: tools.fmt.read: lets a confined tool (vfs, wasm) read src/** through lathe's host API`,
+			`x.toml:1: tools.fmt.net: lets a confined tool (vfs, wasm) fetch from api.example.com:443 through lathe's host API`,
+			`x.toml:7: toolsets.conf.command: starts the program ["./conf"]`,
+			`x.toml:7: toolsets.conf.write: lets a confined tool (vfs, wasm) write and remove out/ through lathe's host API`,
+		}},
 		{`[tools.p]
 command = ["echo {x}"]
 shell = true
@@ -146,6 +161,10 @@ headers = { Authorization = "Bearer ${GITHUB_TOKEN}" }`, []string{`mcp.remote.ur
 		{`[[policy.rules]]
 tool = "*"
 approval = "allow"`, []string{`policy.rules: approval = "allow" for tool = "*" lets calls run without asking`}},
+		{`[[policy.rules]]
+tool = "*"
+operation = "fetch"
+approval = "allow"`, []string{`policy.rules: approval = "allow" for tool = "*", operation = "fetch" lets the tools' host operations run without asking`}},
 		{`[tools.run_command]
 profile = "dev"`, []string{"tools.run_command.profile: runs the tool under the dev sandbox profile"}},
 		{`[tools.run_command]

@@ -116,9 +116,11 @@ type FileInfo struct {
 	ModTime string `json:"mod_time"` // RFC 3339
 }
 
-// ListResult lists a directory, sorted by name.
+// ListResult lists a directory, sorted by name; Truncated says that the
+// host's limit cut it.
 type ListResult struct {
-	Entries []FileInfo `json:"entries"`
+	Entries   []FileInfo `json:"entries"`
+	Truncated bool       `json:"truncated,omitempty"`
 }
 
 // FetchParams is an HTTP request. Method defaults to GET.
@@ -147,11 +149,13 @@ type RunParams struct {
 }
 
 // RunResult is how the program ended and what it wrote (each stream cut at
-// the host's limit).
+// the host's limit; Truncated then says so). ExitCode is -1 when a signal
+// ended the program.
 type RunResult struct {
-	ExitCode int    `json:"exit_code"`
-	Stdout   []byte `json:"stdout"`
-	Stderr   []byte `json:"stderr"`
+	ExitCode  int    `json:"exit_code"`
+	Stdout    []byte `json:"stdout"`
+	Stderr    []byte `json:"stderr"`
+	Truncated bool   `json:"truncated,omitempty"`
 }
 
 // EnvParams names a variable.

@@ -1,16 +1,56 @@
 package load
 
 import (
+	"slices"
+
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/host"
+	"github.com/lathe-tools/lathe/runtime/process/protocol"
+	"github.com/lathe-tools/lathe/sandbox"
 )
 
 // hostFor returns the host of the confined tool name ("vfs" or "wasm"):
-// its permissions from its table, the workspace, and the sandbox profile of
-// the commands it may run.
-//
-// (Contract stub: built on the branch that owns package host.)
+// its permissions from its table, the workspace, and the sandbox of the
+// programs it may run (proc/run): profile, else the [sandbox] profile,
+// else standard, with the [sandbox] limits and permissions, as
+// run_command has them. A denial names the table to change: [tools.NAME]
+// when the configuration has one, where it is. An error is a
+// *config.Error at that table when there is one.
 func (l *localLoader) hostFor(name string, perms config.HostPermissions, profile config.SandboxProfile) (*host.Host, error) {
-	return host.New(host.Config{Tool: name, Workspace: l.ws, Perms: host.Permissions{
-		Read: perms.Read, Write: perms.Write, Net: perms.Net, Env: perms.Env, Run: perms.Run}})
+	sc := sandboxConfig(l.cfg, l.ws)
+	if profile != "" {
+		sc.Profile = sandbox.Profile(profile)
+	}
+	cfg := host.Config{
+		Tool:      name,
+		Workspace: l.ws,
+		Perms: host.Permissions{
+			Read: slices.Clone(perms.Read), Write: slices.Clone(perms.Write), Net: slices.Clone(perms.Net),
+			Env: slices.Clone(perms.Env), Run: slices.Clone(perms.Run)},
+		Table:   "tools." + name,
+		Sandbox: &sc,
+	}
+	t := l.cfg.Tools[name]
+	if t != nil && t.Pos.File != "" {
+		cfg.Origin = t.Pos.String()
+	}
+	h, err := host.New(cfg)
+	if err != nil && t != nil {
+		// An absolute path outside the workspace is known only here.
+		return nil, &config.Error{Pos: t.Pos, Msg: err.Error()}
+	}
+	return h, err
+}
+
+// declare records what the confined tool name declared it needs of the
+// host API in its self-description (s.Permissions), for the person to see
+// beside what its table grants ([Workspace].Declared). It grants nothing.
+func (l *localLoader) declare(name string, s protocol.ToolSchema) {
+	if s.Permissions == nil {
+		return
+	}
+	if l.declared == nil {
+		l.declared = map[string]host.Permissions{}
+	}
+	l.declared[name] = host.Declared(s.Permissions)
 }

@@ -61,6 +61,7 @@ import (
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/config"
+	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/policy"
 	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/tool"
@@ -152,6 +153,10 @@ type Workspace struct {
 	// nil when none is configured. An MCP server face offers their
 	// resources and prompts through it (server.Options.Upstream).
 	MCP *mcp.Pool
+	// Declared holds, by tool name, what each confined tool (runtime vfs
+	// or wasm) declared it needs of the host API in its self-description:
+	// shown to the person (lathe describe), never granted.
+	Declared map[string]host.Permissions
 
 	store *lazyStore
 

@@ -14,8 +14,10 @@ import (
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/config"
+	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
+	"github.com/lathe-tools/lathe/runtime/vfs"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -58,6 +60,7 @@ func (w *Workspace) loadLocal(ctx context.Context, opts *Options, known map[stri
 		closeAll(l.tools)
 		return &ConfigError{err}
 	}
+	w.Declared = l.declared
 	for _, name := range slices.Sorted(maps.Keys(l.dropped)) {
 		known[name] = true
 		opts.warn(l.dropped[name])
@@ -128,6 +131,8 @@ type localLoader struct {
 	// dropped holds, by name, the tools left out because what their binary
 	// said of them is unusable.
 	dropped map[string]error
+	// declared holds what confined tools declared they need (declare).
+	declared map[string]host.Permissions
 }
 
 // leaveOut records that the tool name is left out, and why. A binary's
@@ -172,6 +177,9 @@ func runtimeFor(explicit string, argv []string) (string, error) {
 	switch rt {
 	case process.RuntimeName:
 		return rt, nil
+	case vfs.RuntimeName:
+		// Never inferred: a VFS tool is one written for the host API.
+		return rt, nil
 	case "wasm", "js", "remote", "temporal":
 		how := ""
 		if explicit == "" {
@@ -188,8 +196,12 @@ func (l *localLoader) tool(name string, t *config.Tool) error {
 	fail := func(format string, args ...any) error {
 		return &config.Error{Pos: t.Pos, Msg: fmt.Sprintf("[tools.%s] ", name) + fmt.Sprintf(format, args...)}
 	}
-	if _, err := runtimeFor(t.Runtime, t.Command); err != nil {
+	rt, err := runtimeFor(t.Runtime, t.Command)
+	if err != nil {
 		return fail("%v", err)
+	}
+	if rt == vfs.RuntimeName {
+		return l.vfsTool(name, t)
 	}
 	cmd := process.Command{Argv: t.Command, Shell: t.Shell, Dir: l.ws, Env: t.Env}
 	names, err := cmd.Placeholders()
@@ -286,8 +298,12 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 	fail := func(format string, args ...any) error {
 		return &config.Error{Pos: s.Pos, Msg: fmt.Sprintf("[toolsets.%s] ", s.Name) + fmt.Sprintf(format, args...)}
 	}
-	if _, err := runtimeFor(s.Runtime, s.Command); err != nil {
+	rt, err := runtimeFor(s.Runtime, s.Command)
+	if err != nil {
 		return fail("%v", err)
+	}
+	if rt == vfs.RuntimeName {
+		return l.vfsToolset(s)
 	}
 	cmd := process.Command{Argv: s.Command, Dir: l.ws, Env: s.Env}
 	// The binary describes itself under the toolset's profile, else the

@@ -89,7 +89,7 @@ func Policy(cfg *config.Config) *policy.Policy {
 	p := &policy.Policy{}
 	for _, r := range cfg.Policy.Rules {
 		p.Rules = append(p.Rules, policy.Rule{Tool: r.Tool, Args: r.Args, Arg: r.Arg,
-			Approval: policy.Approval(r.Approval), Source: r.Pos.String()})
+			Approval: policy.Approval(r.Approval), Operation: string(r.Operation), Source: r.Pos.String()})
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.MCP)) {
 		s := cfg.MCP[name]

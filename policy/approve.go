@@ -23,6 +23,11 @@ type Request struct {
 	Arguments string
 	// Reason says why the policy asks.
 	Reason string
+	// Operation, when set, is what is asked about: not the call, which
+	// is running, but one host operation it asked for (a rule with an
+	// operation said ask, see [CheckOperation]). Arguments then reads as
+	// the operation and its subject ("fetch https://api.example.com/v1").
+	Operation *OperationRequest
 }
 
 // Verdict is a person's answer.
@@ -89,6 +94,7 @@ const (
 	approverKey ctxKey = iota
 	personKey
 	noteKey
+	scopeKey
 )
 
 // WithApprover returns a context whose calls ask a instead of the
@@ -149,6 +155,7 @@ func middleware(p *Policy, opts Options) (lathe.Middleware, *sessionApprovals) {
 		opts.FormatTimeout = 5 * time.Second
 	}
 	sessions := &sessionApprovals{m: map[string]map[string]bool{}}
+	scope := &opScope{p: p, opts: opts, sessions: sessions}
 	return func(next lathe.Handler) lathe.Handler {
 		return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
 			def := &inv.Tool.Definition
@@ -178,7 +185,10 @@ func middleware(p *Policy, opts Options) (lathe.Middleware, *sessionApprovals) {
 				return nil, &tool.Error{Kind: tool.KindDenied, Tool: def.Name, Runtime: def.Runtime, Stage: "policy",
 					Message: msg}
 			}
-			return next(ctx, inv)
+			// The call runs with the policy in reach, so that the host
+			// operations it asks for are checked by the same rules and
+			// approvals (CheckOperation).
+			return next(context.WithValue(ctx, scopeKey, scope), inv)
 		}
 	}, sessions
 }
@@ -340,6 +350,8 @@ func ruleName(r *Rule) string {
 		return ""
 	case r.Source != "":
 		return r.Source
+	case r.Operation != "":
+		return fmt.Sprintf("tool %q operation %q args %q", r.Tool, r.Operation, r.Args)
 	case r.Args != "":
 		return fmt.Sprintf("tool %q args %q", r.Tool, r.Args)
 	}
@@ -384,10 +396,11 @@ func elicitApprover(el func(context.Context, *tool.ElicitRequest) (*tool.ElicitR
 			},
 			"required": []string{"decision"},
 		})
-		res, err := el(ctx, &tool.ElicitRequest{
-			Message: fmt.Sprintf("Run %s %s? (%s)", r.Tool.Name, r.Arguments, r.Reason),
-			Schema:  schema,
-		})
+		msg := fmt.Sprintf("Run %s %s? (%s)", r.Tool.Name, r.Arguments, r.Reason)
+		if r.Operation != nil {
+			msg = fmt.Sprintf("Let %s %s %s? (%s)", r.Tool.Name, r.Operation.Kind, r.Operation.Subject, r.Reason)
+		}
+		res, err := el(ctx, &tool.ElicitRequest{Message: msg, Schema: schema})
 		if err != nil {
 			return Answer{}, err
 		}

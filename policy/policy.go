@@ -20,6 +20,14 @@
 //  4. With neither, the tool's annotations decide: a read-only tool is
 //     allowed, any other tool (destructive, or of unknown effects) asks.
 //
+// Rules with an Operation are about the host operations of a confined
+// tool's running call (a file read, a URL fetched, a command run), not
+// about calls: [Policy.DecideOperation] weighs them, with the same order
+// of precedence but no defaults (an operation no rule names is allowed,
+// the tool's permissions having narrowed it already), and [CheckOperation]
+// settles them for the call running in a context, asking where a rule says
+// ask.
+//
 // The annotations are what the tool's definition says when it reaches the
 // policy; a caller that does not trust a tool's own word (an upstream
 // server's) adjusts them before the tool is registered, as package config
@@ -29,6 +37,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lathe-tools/lathe/tool"
@@ -73,14 +82,34 @@ type Rule struct {
 	Arg string
 	// Approval is what the rule says.
 	Approval Approval
+	// Operation, if set, makes the rule one about the host operations of
+	// the tools it matches rather than their calls: "read", "write",
+	// "list", "stat", "remove", "fetch", "run" or "env" ([OperationKinds]),
+	// or "*" for any of them. Args then matches the operation's subject
+	// (see [OperationRequest]) and Arg must be empty. [Policy.Decide]
+	// ignores such a rule, and [Policy.DecideOperation] every other.
+	Operation string
 	// Source says where the rule came from ("lathe.toml:12"), for the audit log.
 	Source string
 }
 
-// Validate checks a rule's approval.
+// OperationKinds returns the host operations a rule may name in its
+// Operation, besides "*". The result is a copy.
+func OperationKinds() []string {
+	return []string{"read", "write", "list", "stat", "remove", "fetch", "run", "env"}
+}
+
+// Validate checks a rule's approval, and its operation when it has one.
 func (r Rule) Validate() error {
 	if !r.Approval.Valid() {
 		return fmt.Errorf("policy rule for %q: approval must be \"allow\", \"ask\" or \"deny\", got %q", r.Tool, r.Approval)
+	}
+	if r.Operation != "" && r.Operation != "*" && !slices.Contains(OperationKinds(), r.Operation) {
+		return fmt.Errorf("policy rule for %q: operation must be one of %s or \"*\", got %q", r.Tool,
+			strings.Join(OperationKinds(), ", "), r.Operation)
+	}
+	if r.Operation != "" && r.Arg != "" {
+		return fmt.Errorf("policy rule for %q: arg does not apply to a rule about an operation, whose args match the operation's subject", r.Tool)
 	}
 	return nil
 }
@@ -153,7 +182,7 @@ func (p *Policy) Decide(def *tool.Definition, args any) Decision {
 	}
 	for i := range p.Rules {
 		r := &p.Rules[i]
-		if !match(r.Tool, def.Name) {
+		if r.Operation != "" || !match(r.Tool, def.Name) {
 			continue
 		}
 		if r.Args != "" {
@@ -211,6 +240,9 @@ func (p *Policy) fallback(def *tool.Definition, best *Rule) Decision {
 func (r *Rule) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tool=%q", r.Tool)
+	if r.Operation != "" {
+		fmt.Fprintf(&b, " operation=%q", r.Operation)
+	}
 	if r.Args != "" {
 		fmt.Fprintf(&b, " args=%q", r.Args)
 	}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -91,15 +92,19 @@ func hardened(c Config, cmd *exec.Cmd) (func(), error) {
 	if err != nil {
 		return noop, fmt.Errorf("sandbox: %w: the hardened profile needs gVisor's runsc, which is not installed (use the standard profile, or install runsc)", ErrUnavailable)
 	}
-	if c.Workspace == "" {
+	if c.Workspace == "" && !c.NoWorkspace {
 		return noop, fmt.Errorf("sandbox: the %s profile needs a workspace", c.Profile)
 	}
-	ws, err := filepath.EvalSymlinks(c.Workspace)
-	if err != nil {
-		return noop, fmt.Errorf("sandbox: workspace: %w", err)
-	}
-	if ws, err = filepath.Abs(ws); err != nil {
-		return noop, fmt.Errorf("sandbox: workspace: %w", err)
+	// Without a workspace (NoWorkspace) ws stays empty: nothing is bound
+	// for it, nothing hidden, and the run works in its own /tmp.
+	ws := ""
+	if !c.NoWorkspace {
+		if ws, err = filepath.EvalSymlinks(c.Workspace); err != nil {
+			return noop, fmt.Errorf("sandbox: workspace: %w", err)
+		}
+		if ws, err = filepath.Abs(ws); err != nil {
+			return noop, fmt.Errorf("sandbox: workspace: %w", err)
+		}
 	}
 	path := cmd.Path
 	if filepath.Base(path) == path {
@@ -109,11 +114,13 @@ func hardened(c Config, cmd *exec.Cmd) (func(), error) {
 	}
 	dir := cmd.Dir
 	if dir == "" {
-		dir = ws
+		dir = cmp.Or(ws, "/tmp")
 	}
-	hide, err := c.hidden(ws)
-	if err != nil {
-		return noop, err
+	var hide []string
+	if ws != "" {
+		if hide, err = c.hidden(ws); err != nil {
+			return noop, err
+		}
 	}
 
 	root, err := os.MkdirTemp("", "lathe-runsc-")
@@ -266,10 +273,12 @@ func hardenedSpec(c Config, ws, dir string, hide, args, env []string) ociSpec {
 	for _, p := range existing(c.Perms.Write) {
 		binds = append(binds, bind{p, p, true})
 	}
-	binds = append(binds, bind{ws, ws, true})
-	// The workspace's configuration, read-only over the workspace.
-	for _, p := range readOnly(ws) {
-		binds = append(binds, bind{p, p, false})
+	if ws != "" {
+		binds = append(binds, bind{ws, ws, true})
+		// The workspace's configuration, read-only over the workspace.
+		for _, p := range readOnly(ws) {
+			binds = append(binds, bind{p, p, false})
+		}
 	}
 	// Parents before children, so that a path inside another one is
 	// mounted on top of it; at equal depth a later (more permissive)

@@ -66,7 +66,10 @@ func landlockArgs(s shape) []string {
 	// Everything in the new root may be read and executed: it holds only
 	// the system paths, the read paths and the rest listed here. One rule
 	// for it rather than one per path keeps the init's work per run small.
-	paths := map[string]uint64{"/": read, "/tmp": all, s.Workspace: all}
+	paths := map[string]uint64{"/": read, "/tmp": all}
+	if s.Workspace != "" {
+		paths[s.Workspace] = all
+	}
 	for _, p := range s.Write {
 		paths[p] |= all
 	}

@@ -188,6 +188,13 @@ type Config struct {
 	// lathe's own state directory, .lathe, is always hidden, and the
 	// workspace's lathe.toml, where it exists, is always read-only.
 	Hide []string
+	// NoWorkspace gives the process no workspace at all: under [Standard]
+	// and [Hardened] Workspace (which may then be empty) is not mounted,
+	// and the working directory, unless the command sets one, is the run's
+	// own empty /tmp, which ends with the run. It is for a process that
+	// reaches the workspace only by asking lathe (a VFS tool). [Dev]
+	// cannot withhold anything from a host process: Wrap refuses it.
+	NoWorkspace bool
 }
 
 // What a run may not change is protect's list: under [Standard] and
@@ -234,6 +241,12 @@ func (c Config) Wrap(cmd *exec.Cmd) (cleanup func(), err error) {
 		return func() {}, err
 	}
 	c.Profile = p
+	if c.NoWorkspace {
+		if p == Dev {
+			return func() {}, fmt.Errorf("sandbox: the %s profile runs a host process, which sees every file of lathe's user; it cannot withhold the workspace (use standard or hardened)", p)
+		}
+		c.Workspace, c.Hide = "", nil
+	}
 	c.Limits = c.Limits.WithDefaults()
 	home, removeHome, err := privateHome(p)
 	if err != nil {

@@ -89,6 +89,9 @@ func stampOf(p string) stamp {
 func stampsOf(s shape) []stamp {
 	var out []stamp
 	for _, group := range [][]string{{s.Workspace}, s.Read, s.Write, s.ReadOnly, s.Hide, systemFiles()} {
+		if len(group) == 1 && group[0] == "" {
+			continue // no workspace
+		}
 		for _, p := range group {
 			out = append(out, stampOf(p))
 		}
@@ -335,7 +338,9 @@ func templateArgs(s shape) ([]string, error) {
 	for _, p := range s.Write {
 		add(p, true)
 	}
-	add(s.Workspace, true)
+	if s.Workspace != "" {
+		add(s.Workspace, true)
+	}
 	for _, p := range s.ReadOnly {
 		add(p, false)
 	}

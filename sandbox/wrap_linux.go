@@ -31,7 +31,7 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 	if c.Profile == Hardened {
 		return hardened(c, cmd)
 	}
-	if c.Profile == Standard && c.Workspace == "" {
+	if c.Profile == Standard && c.Workspace == "" && !c.NoWorkspace {
 		return noop, fmt.Errorf("sandbox: the %s profile needs a workspace", c.Profile)
 	}
 	if !haveInit {
@@ -62,14 +62,20 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 		if !seccompSupported {
 			return noop, fmt.Errorf("sandbox: %w: no seccomp filter for this architecture", ErrUnavailable)
 		}
-		ws, err := filepath.EvalSymlinks(c.Workspace)
-		if err != nil {
-			return noop, fmt.Errorf("sandbox: workspace: %w", err)
-		}
-		sh := shape{Workspace: ws, Network: c.Perms.Network,
-			Read: existing(c.Perms.Read), Write: existing(c.Perms.Write), ReadOnly: readOnly(ws)}
-		if sh.Hide, err = c.hidden(ws); err != nil {
-			return noop, err
+		sh := shape{Network: c.Perms.Network, Read: existing(c.Perms.Read), Write: existing(c.Perms.Write)}
+		// Without a workspace there is nothing of lathe's in the root to
+		// hide or to keep read-only, and the run's working directory is
+		// its own /tmp.
+		ws := "/tmp"
+		if !c.NoWorkspace {
+			var err error
+			if ws, err = filepath.EvalSymlinks(c.Workspace); err != nil {
+				return noop, fmt.Errorf("sandbox: workspace: %w", err)
+			}
+			sh.Workspace, sh.ReadOnly = ws, readOnly(ws)
+			if sh.Hide, err = c.hidden(ws); err != nil {
+				return noop, err
+			}
 		}
 		t, err := acquire(sh)
 		if err != nil {

@@ -25,6 +25,9 @@ import (
 // a string that was replaced. The bool reports whether anything changed. When
 // nothing does, Coerce does not allocate.
 func (s *Schema) Coerce(v any) (any, bool) {
+	if s.load() != nil {
+		return v, false
+	}
 	return s.root.coerceValue(v)
 }
 

@@ -9,6 +9,9 @@ package schema
 // change to v never reaches the schema. Which places have defaults is known
 // from Compile, so a schema without them costs one check.
 func (s *Schema) ApplyDefaults(v any) (any, bool) {
+	if s.load() != nil {
+		return v, false
+	}
 	return v, s.root.fillValue(v)
 }
 

@@ -4,14 +4,24 @@
 //
 // # Compile once
 //
-// A tool's input schema is compiled when the tool is registered, never during
-// a call:
+// A tool's input schema is compiled once, when the tool is registered or at
+// its first use, and never again:
 //
-//	s, err := schema.Compile(def.InputSchema)
+//	s, err := schema.Compile(def.InputSchema) // compiled now
+//	s, err := schema.Prepare(def.InputSchema) // checked now, compiled at first use
 //
 // [Compile] rejects a schema that is not valid JSON Schema or whose top level
 // is not an object schema, with an error that points into the schema. An empty
 // schema accepts any object.
+//
+// Compiling costs about a hundred microseconds a schema, most of it the JSON
+// Schema library's fixed cost, so a source of thousands of tools uses
+// [Prepare]: it refuses what Compile refuses, with the same error, but when a
+// quick check of its own is sure the schema compiles (the common keywords,
+// references within the schema) it leaves the compilation to the schema's
+// first use, which then happens once however many callers use it at the same
+// time. [Schema.Ready] compiles a prepared schema and says whether that
+// failed, which the check is there to make impossible.
 //
 // A schema may come from a program lathe does not trust, so Compile also
 // refuses one that would cost without bound: nested deeper than [MaxDepth],

@@ -99,3 +99,21 @@ func ExampleDecode() {
 	// json.Number 9007199254740993
 	// invalid JSON at byte offset 12: unexpected '}' looking for an object key
 }
+
+// Prepare refuses a bad schema at once, as Compile does, and compiles a good
+// one at its first use.
+func ExamplePrepare() {
+	_, err := schema.Prepare(json.RawMessage(`{"properties":{"n":{"type":"int"}}}`))
+	fmt.Println(err != nil)
+
+	s, err := schema.Prepare(json.RawMessage(readSchema))
+	if err != nil {
+		panic(err)
+	}
+	args, _ := schema.Decode(json.RawMessage(`{"path":"a.txt"}`))
+	args, _ = s.ApplyDefaults(args) // the first use: the schema is compiled here
+	fmt.Println(args, s.Validate(args))
+	// Output:
+	// true
+	// map[count:10 path:a.txt] <nil>
+}

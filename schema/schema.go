@@ -5,17 +5,28 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// Schema is a compiled JSON Schema. It is made once, by [Compile], when a
-// tool is registered; a call never compiles again. A Schema is immutable and
-// safe for concurrent use.
+// Schema is a compiled JSON Schema. It is made once, by [Compile] or
+// [Prepare], when a tool is registered, and compiled once: by Compile at
+// once, or, for a schema Prepare has checked, at its first use. A Schema is
+// immutable once compiled and safe for concurrent use, its first use too.
 type Schema struct {
-	raw      json.RawMessage
+	raw json.RawMessage
+	// once compiles a prepared schema at its first use; a schema from
+	// Compile has used it up already. err is why that compilation failed,
+	// which Prepare's check is there to make impossible.
+	once     sync.Once
+	err      error
 	compiled *jsonschema.Schema
 	root     *node
 	check    *check
@@ -51,6 +62,10 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 		raw = objectSchema
 	}
 	if s := remembered(raw); s != nil {
+		// It may be a prepared schema, not compiled yet.
+		if err := s.load(); err != nil {
+			return nil, err
+		}
 		return s, nil
 	}
 	s, err := compile(raw)
@@ -61,8 +76,13 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 	return s, nil
 }
 
+// compiles counts the schemas compiled, for the tests that hold a prepared
+// schema to being compiled once.
+var compiles atomic.Int64
+
 // compile is [Compile] without the memo.
 func compile(raw json.RawMessage) (*Schema, error) {
+	compiles.Add(1)
 	if err := checkNesting(raw); err != nil {
 		return nil, err
 	}
@@ -90,19 +110,21 @@ func compile(raw json.RawMessage) (*Schema, error) {
 	}
 	compiled, err := c.Compile(location)
 	if err != nil {
-		return nil, compileError(err)
+		return nil, compileError(err, doc)
 	}
 	root, err := buildTree(compiled)
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{
+	s := &Schema{
 		raw:      compact.Bytes(),
 		compiled: compiled,
 		root:     root,
 		check:    buildChecks(compiled),
 		closed:   closedSchemas(compiled),
-	}, nil
+	}
+	s.once.Do(func() {})
+	return s, nil
 }
 
 // MustCompile is like [Compile] but panics on error. It is for schemas written
@@ -158,7 +180,9 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, errors.New("loading is disabled")
 }
 
-func compileError(err error) error {
+// compileError words an error of the compiler; doc is the schema, in which
+// it finds the place of a reference that does not resolve.
+func compileError(err error, doc any) error {
 	var sve *jsonschema.SchemaValidationError
 	if errors.As(err, &sve) {
 		var ve *jsonschema.ValidationError
@@ -167,6 +191,12 @@ func compileError(err error) error {
 			parts := make([]string, len(vs))
 			for i, v := range vs {
 				at := v.Pointer
+				if at == "" && strings.HasPrefix(v.Message, "must be a valid regex") {
+					// The metaschema checks the names of
+					// patternProperties and the library loses their
+					// place; find it.
+					at = badPatternPlace(doc)
+				}
 				if at == "" {
 					at = "(root)"
 				}
@@ -177,13 +207,92 @@ func compileError(err error) error {
 	}
 	var notFound *jsonschema.JSONPointerNotFoundError
 	if errors.As(err, &notFound) {
-		return fmt.Errorf("schema: reference %q points to nothing in the schema", trimLocation(notFound.URL))
+		ref := trimLocation(notFound.URL)
+		return fmt.Errorf("schema: %sreference %q points to nothing in the schema", refPlace(doc, ref), ref)
 	}
 	var load *jsonschema.LoadURLError
 	if errors.As(err, &load) {
-		return fmt.Errorf("schema: reference %q is outside the schema; only references within the schema are supported", trimLocation(load.URL))
+		ref := trimLocation(load.URL)
+		return fmt.Errorf("schema: %sreference %q is outside the schema; only references within the schema are supported", refPlace(doc, ref), ref)
 	}
 	return fmt.Errorf("schema: %s", trimLocation(err.Error()))
+}
+
+// refPlace returns the JSON pointer of the first "$ref" in doc whose value
+// is ref, followed by ": ", or "" if there is none (the compiler may name a
+// reference resolved against a base, not as written).
+func refPlace(doc any, ref string) string {
+	var tokens []string
+	var find func(v any) bool
+	find = func(v any) bool {
+		switch x := v.(type) {
+		case map[string]any:
+			if x["$ref"] == ref {
+				tokens = append(tokens, "$ref")
+				return true
+			}
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				tokens = append(tokens, k)
+				if find(x[k]) {
+					return true
+				}
+				tokens = tokens[:len(tokens)-1]
+			}
+		case []any:
+			for i, e := range x {
+				tokens = append(tokens, strconv.Itoa(i))
+				if find(e) {
+					return true
+				}
+				tokens = tokens[:len(tokens)-1]
+			}
+		}
+		return false
+	}
+	if !find(doc) {
+		return ""
+	}
+	return pointer(tokens) + ": "
+}
+
+// badPatternPlace returns the JSON pointer of the first name of a
+// patternProperties in doc that is not a regular expression, or "".
+func badPatternPlace(doc any) string {
+	var tokens []string
+	var find func(v any) bool
+	find = func(v any) bool {
+		switch x := v.(type) {
+		case map[string]any:
+			if pp, ok := x["patternProperties"].(map[string]any); ok {
+				for _, name := range slices.Sorted(maps.Keys(pp)) {
+					if _, err := regexp.Compile(name); err != nil {
+						tokens = append(tokens, "patternProperties", name)
+						return true
+					}
+				}
+			}
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				tokens = append(tokens, k)
+				if find(x[k]) {
+					return true
+				}
+				tokens = tokens[:len(tokens)-1]
+			}
+		case []any:
+			for i, e := range x {
+				tokens = append(tokens, strconv.Itoa(i))
+				if find(e) {
+					return true
+				}
+				tokens = tokens[:len(tokens)-1]
+			}
+		}
+		return false
+	}
+	if !find(doc) {
+		return ""
+	}
+	return pointer(tokens)
 }
 
 // trimLocation takes the compiler's name for the document out of a message,
@@ -201,7 +310,13 @@ func trimLocation(msg string) string {
 // nothing; the full validator, which finds and words every violation, runs
 // when that check fails or cannot decide. Values not made by Decode (float64
 // numbers, say) are accepted but always take the slower path.
+//
+// On a prepared schema whose compilation failed, Validate returns that
+// error, which is not a [*ValidationError]; see [Schema.Ready].
 func (s *Schema) Validate(v any) error {
+	if err := s.load(); err != nil {
+		return err
+	}
 	if s.check != nil && s.check.eval(v) == valid {
 		return nil
 	}

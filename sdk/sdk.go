@@ -33,6 +33,13 @@
 // answer, and then Ask returns it. [Root], [CallID] and [Options] give the
 // rest of the request's context.
 //
+// A VFS tool (runtime = "vfs" in lathe.toml) runs confined, with no
+// workspace, network or environment of its own, and asks lathe for what it
+// needs through [Host]: files, URLs, commands, variables, logs, progress
+// and questions, each checked against the tool's permissions. The same
+// source built with GOOS=wasip1 GOARCH=wasm is a WASM tool that reaches the
+// host the same way.
+//
 // [Serve] handles every action of the protocol and exits; [Handle] serves
 // one request between any reader and writer, for tests.
 package sdk
@@ -66,6 +73,11 @@ type Definition struct {
 	Description string
 	// Annotations are hints about the tool's effects, as in MCP.
 	Annotations tool.Annotations
+	// Permissions, for a VFS or WASM tool, say what it needs of lathe's
+	// host API ([Host]), in the syntax of lathe.toml's read, write, net,
+	// env and run keys. lathe shows them to the person beside what the
+	// configuration grants; they grant nothing by themselves.
+	Permissions *protocol.Permissions
 }
 
 // Tool is one tool of a binary, made by [Func].
@@ -95,7 +107,8 @@ func Func[In, Out any](def Definition, fn func(ctx context.Context, in In) (Out,
 	return Tool{
 		def: def,
 		schema: func() (protocol.ToolSchema, error) {
-			s := protocol.ToolSchema{Name: def.Name, Summary: def.Summary, Description: def.Description, Annotations: def.Annotations}
+			s := protocol.ToolSchema{Name: def.Name, Summary: def.Summary, Description: def.Description, Annotations: def.Annotations,
+				Permissions: def.Permissions}
 			var err error
 			if s.Parameters, err = infer.ForType(reflect.TypeFor[In]()); err != nil {
 				return s, fmt.Errorf("tool %s: input schema: %w", def.Name, err)
@@ -169,14 +182,28 @@ func Serve(tools ...Tool) {
 // answer to out. It returns an error only when the request cannot be read
 // or the answer cannot be written; everything else, including a panic in a
 // tool, is an answer.
+//
+// The request is the first JSON value of in; Handle reads no further
+// itself. When the request offers the host API (a VFS or WASM tool's
+// does), the rest of in carries the host's responses and out its requests
+// as well as the answer: see [Host].
 func Handle(ctx context.Context, in io.Reader, out io.Writer, tools ...Tool) error {
-	b, err := io.ReadAll(in)
-	if err != nil {
-		return fmt.Errorf("reading the request: %w", err)
-	}
+	// One value, not all of in: a VFS tool's standard input stays open for
+	// the host's responses.
+	dec := json.NewDecoder(in)
 	var req protocol.Request
-	if err := json.Unmarshal(b, &req); err != nil {
+	if err := dec.Decode(&req); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errors.New("standard input is empty")
+		}
 		return fmt.Errorf("this is a lathe tool: it reads one protocol request (JSON) on standard input, and %w", err)
+	}
+	w := &lineWriter{w: out}
+	var err error
+	if req.Context.Host >= 1 {
+		hc := newHostClient(io.MultiReader(dec.Buffered(), in), w)
+		defer hc.close()
+		ctx = context.WithValue(ctx, hostKey{}, hc)
 	}
 	var ans any
 	switch {
@@ -196,9 +223,7 @@ func Handle(ctx context.Context, in io.Reader, out io.Writer, tools ...Tool) err
 	default:
 		ans = handle(ctx, &req, tools)
 	}
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(ans); err != nil {
+	if err := w.encode(ans); err != nil {
 		return fmt.Errorf("writing the answer: %w", err)
 	}
 	return nil

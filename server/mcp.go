@@ -112,6 +112,9 @@ type Server struct {
 	surf surfaceState
 	// tasks holds the MCP tasks of every client (see tasks.go).
 	tasks *taskStore
+	// sinks are where sessions are sent task notifications, by session
+	// (tasknotify.go).
+	sinks map[string]*sink
 }
 
 // clientSession is what the server keeps of one client's session.
@@ -355,11 +358,15 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 		// The client's capabilities: from the request under MCP
 		// 2026-07-28, else from its session's initialize.
 		caps := req.ClientCapabilities()
-		if _, task := ctx.Value(taskKey{}).(*task); multiRound(ss) && !task {
+		if t, ok := ctx.Value(taskKey{}).(*task); ok {
+			// A task's questions wait with the task for a client that
+			// presents it (taskinput.go).
+			return s.run(ctx, ss, req, name, hasOutput, caps, taskAsker{s.tasks, t}), nil
+		}
+		if multiRound(ss) {
 			// The client cannot be sent a request while its call runs:
 			// what the call asks goes back to it as input requests, and
-			// the call waits for its next tools/call (see rounds). A
-			// task's call has no next tools/call: its result is fetched.
+			// the call waits for its next tools/call (see rounds).
 			return s.rounds.serve(ctx, ss, req, func(ctx context.Context, to asker) *sdk.CallToolResult {
 				return s.run(ctx, ss, req, name, hasOutput, caps, to)
 			})
@@ -580,10 +587,13 @@ func needsInput(q *tool.Question, why string) *sdk.CallToolResult {
 // them, and ServeStdio returns once they have ended.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	// liftLines keeps a tools/call's "task" (tasks.go).
-	ss, err := s.mcp.Connect(ctx, stdioTransport(newLiftLines(in), out), nil)
+	t, w := stdioTransport(newLiftLines(in), out)
+	ss, err := s.mcp.Connect(ctx, t, nil)
 	if err != nil {
 		return err
 	}
+	// Task notifications go out between the SDK's lines (tasknotify.go).
+	defer s.addSink(ss, w)()
 	ended := make(chan error, 1)
 	go func() { ended <- ss.Wait() }()
 	select {
@@ -646,6 +656,8 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 		&sdk.StreamableHTTPOptions{Logger: s.opts.Logger, SessionTimeout: cmp.Or(opts.SessionTimeout, time.Hour),
 			MaxRequestBodyBytes: maxBody})
 	h = s.endOnDelete(h)
+	// Task notifications on the sessions' standalone streams (tasknotify.go).
+	h = s.taskStream(h)
 	if max := cmp.Or(opts.MaxSessions, DefaultMaxSessions); max > 0 {
 		h = s.limitSessions(max, h)
 	}

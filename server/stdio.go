@@ -25,12 +25,14 @@ const (
 // server on standard input answers such a line with a JSON-RPC error, as
 // the JSON-RPC specification asks (-32700 for text that is not JSON,
 // -32600 for JSON that is no message), and goes on reading.
-func stdioTransport(in io.Reader, out io.Writer) sdk.Transport {
+// It returns too the writer the transport writes to, on which other lines
+// may be written whole.
+func stdioTransport(in io.Reader, out io.Writer) (sdk.Transport, io.Writer) {
 	w := &lockedWriter{w: out}
 	return &sdk.IOTransport{
 		Reader: io.NopCloser(&lineFilter{r: bufio.NewReaderSize(in, 64<<10), w: w, max: sdk.DefaultMaxLineLength}),
 		Writer: nopWriteCloser{w},
-	}
+	}, w
 }
 
 // lockedWriter makes each Write whole: the SDK writes one message per Write,

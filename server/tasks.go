@@ -55,6 +55,12 @@ type TaskOptions struct {
 	// session) holds at once, finished ones included until they expire;
 	// 32 when zero. MaxTasks caps the tasks of all clients; 256 when zero.
 	MaxPerClient, MaxTasks int
+	// Promote is how long a call of a client of the tasks extension of
+	// MCP 2026-07-28 runs before it becomes a task: one that ends sooner
+	// is answered with its result, as a plain call, and one that asks its
+	// client something sooner becomes a task at once. A second when zero;
+	// negative, every such call becomes a task at once.
+	Promote time.Duration
 	// MaxResultBytes caps one task's result as JSON, 4 MiB when zero;
 	// MaxStoredBytes caps all results kept, 64 MiB when zero. A result over
 	// either is replaced by an error result that says so.
@@ -67,6 +73,7 @@ func (o TaskOptions) withDefaults() TaskOptions {
 	o.DefaultTTL = min(o.DefaultTTL, o.MaxTTL)
 	o.MaxPerClient = cmp.Or(o.MaxPerClient, 32)
 	o.MaxTasks = cmp.Or(o.MaxTasks, 256)
+	o.Promote = cmp.Or(o.Promote, time.Second)
 	o.MaxResultBytes = cmp.Or(o.MaxResultBytes, 4<<20)
 	o.MaxStoredBytes = cmp.Or(o.MaxStoredBytes, 64<<20)
 	return o
@@ -129,12 +136,18 @@ type task struct {
 	timer     *time.Timer
 	done      chan struct{} // closed when the call has ended and result is set
 
+	// asked is closed at the task's first question (see startTask2026).
+	asked chan struct{}
+
 	// Guarded by taskStore.mu.
-	asking          int // questions put to the client and not yet answered
 	status, message string
 	updated         time.Time
 	result          *sdk.CallToolResult
+	callErr         string // set when the call failed with an error, not a result
 	bytes           int
+	open            []*question         // questions put to the client, not yet answered (taskinput.go)
+	keys            int                 // the questions asked so far, which name the next one
+	routes          map[*route]struct{} // sessions the task's questions are sent to (taskinput.go)
 }
 
 func (t *task) wire() mcpconv.Task {
@@ -154,6 +167,17 @@ type taskStore struct {
 	perOwner map[string]int
 	stored   int
 	closed   bool
+
+	// changed, if set, is told of every change of a task's status, outside
+	// the lock (tasknotify.go).
+	changed func(*task)
+}
+
+// notify tells ts.changed that t's status changed. ts.mu must not be held.
+func (ts *taskStore) notify(t *task) {
+	if ts.changed != nil {
+		ts.changed(t)
+	}
 }
 
 func newTaskStore(opts TaskOptions) *taskStore {
@@ -191,7 +215,8 @@ func (ts *taskStore) add(principal, sid string, ttl time.Duration, cancel contex
 	now := time.Now()
 	t := &task{id: base64.RawURLEncoding.EncodeToString(b[:]), principal: principal, owner: principal,
 		holders: map[string]bool{sid: true}, created: now, updated: now, ttl: ttl, cancel: cancel,
-		done: make(chan struct{}), status: mcpconv.TaskWorking}
+		done: make(chan struct{}), asked: make(chan struct{}), status: mcpconv.TaskWorking,
+		routes: map[*route]struct{}{}}
 	if principal == "" {
 		t.owner = "session " + sid
 	}
@@ -221,11 +246,26 @@ func (ts *taskStore) expire(t *task) {
 	if ts.tasks[t.id] == t {
 		ts.forgetLocked(t)
 	}
-	if !mcpconv.Terminal(t.status) {
+	ended := !mcpconv.Terminal(t.status)
+	if ended {
 		t.status, t.message, t.updated = mcpconv.TaskCancelled, "the task's TTL ended before its call did", time.Now()
 	}
 	ts.mu.Unlock()
 	t.cancel()
+	if ended {
+		ts.notify(t)
+	}
+}
+
+// discard forgets t without a trace: a call of a client of MCP 2026-07-28
+// that ended before it became a task (see startTask2026).
+func (ts *taskStore) discard(t *task) {
+	t.timer.Stop()
+	ts.mu.Lock()
+	if ts.tasks[t.id] == t {
+		ts.forgetLocked(t)
+	}
+	ts.mu.Unlock()
 }
 
 func (ts *taskStore) forgetLocked(t *task) {
@@ -237,11 +277,14 @@ func (ts *taskStore) forgetLocked(t *task) {
 	t.bytes = 0
 }
 
-// finish records the result of t's call.
-func (ts *taskStore) finish(t *task, res *sdk.CallToolResult) {
+// finish records the result of t's call; callErr is the error the call
+// failed with, if it gave no result.
+func (ts *taskStore) finish(t *task, res *sdk.CallToolResult, callErr string) {
+	defer ts.notify(t)
 	b, err := json.Marshal(res)
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	t.callErr = callErr
 	live := ts.tasks[t.id] == t
 	switch {
 	case err != nil:
@@ -282,24 +325,6 @@ func firstText(r *sdk.CallToolResult) string {
 	return ""
 }
 
-// asking notes that t's call puts a question to the client (on) or has its
-// answer: the task is input_required while any question is open.
-func (ts *taskStore) asking(t *task, on bool) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if on {
-		t.asking++
-	} else {
-		t.asking--
-	}
-	switch {
-	case t.asking > 0 && t.status == mcpconv.TaskWorking:
-		t.status, t.updated = mcpconv.TaskInputRequired, time.Now()
-	case t.asking == 0 && t.status == mcpconv.TaskInputRequired:
-		t.status, t.updated = mcpconv.TaskWorking, time.Now()
-	}
-}
-
 // get returns the task id if principal may see it, and notes that the
 // session sid holds it.
 func (ts *taskStore) get(principal, sid, id string) (*task, error) {
@@ -330,6 +355,7 @@ func (ts *taskStore) cancel(t *task) (mcpconv.Task, error) {
 	w := t.wire()
 	ts.mu.Unlock()
 	t.cancel()
+	ts.notify(t)
 	return w, nil
 }
 
@@ -382,34 +408,71 @@ func principalFrom(ctx context.Context) string {
 }
 
 // serveTasks registers the task methods and the middleware that answers
-// task-augmented calls and advertises tasks.
+// task-augmented calls and advertises tasks. Each method answers in the
+// shape of the version its session speaks: MCP 2025-11-25 (tasks.go) or
+// the tasks extension of 2026-07-28 (tasks26.go).
 func (s *Server) serveTasks() {
 	s.tasks = newTaskStore(s.opts.Tasks)
+	s.tasks.changed = s.taskChanged
 	must(sdk.AddReceivingCustomMethod(s.mcp, methodTasksGet,
-		func(ctx context.Context, ss *sdk.ServerSession, p *taskIDParams) (*taskResult, error) {
-			t, err := s.tasks.get(principalFrom(ctx), s.sessionID(ss), p.TaskID)
+		func(ctx context.Context, ss *sdk.ServerSession, p *taskIDParams) (*rawResult, error) {
+			t, err := s.presented(ctx, ss, p.Meta, p.TaskID)
 			if err != nil {
 				return nil, err
 			}
-			return &taskResult{Task: s.tasks.wire(t)}, nil
+			if multiRound(ss) {
+				return encode(s.tasks.detailed(t, "complete"))
+			}
+			return encode(&taskResult{Task: s.tasks.wire(t)})
 		}))
 	must(sdk.AddReceivingCustomMethod(s.mcp, methodTasksCancel,
-		func(ctx context.Context, ss *sdk.ServerSession, p *taskIDParams) (*taskResult, error) {
-			t, err := s.tasks.get(principalFrom(ctx), s.sessionID(ss), p.TaskID)
+		func(ctx context.Context, ss *sdk.ServerSession, p *taskIDParams) (*rawResult, error) {
+			t, err := s.presented(ctx, ss, p.Meta, p.TaskID)
 			if err != nil {
 				return nil, err
 			}
 			w, err := s.tasks.cancel(t)
+			if multiRound(ss) {
+				// Cancelling is cooperative in the extension: a task that
+				// has ended already is acknowledged all the same.
+				return encode(complete{ResultType: "complete"})
+			}
 			if err != nil {
 				return nil, err
 			}
-			return &taskResult{Task: w}, nil
+			return encode(&taskResult{Task: w})
+		}))
+	must(sdk.AddReceivingCustomMethod(s.mcp, methodTasksUpdate,
+		func(ctx context.Context, ss *sdk.ServerSession, p *updateTaskParams) (*rawResult, error) {
+			if !multiRound(ss) {
+				return nil, errNot2025(methodTasksUpdate)
+			}
+			t, err := s.presented(ctx, ss, p.Meta, p.TaskID)
+			if err != nil {
+				return nil, err
+			}
+			for key, a := range p.InputResponses {
+				s.tasks.answer(t, key, a)
+			}
+			return encode(complete{ResultType: "complete"})
 		}))
 	must(sdk.AddReceivingCustomMethod(s.mcp, methodTasksResult,
-		func(ctx context.Context, ss *sdk.ServerSession, p *taskIDParams) (*sdk.CallToolResult, error) {
+		func(ctx context.Context, ss *sdk.ServerSession, p *taskIDParams) (*rawResult, error) {
+			// Not part of the extension of 2026-07-28, where tasks/get
+			// carries the result; lathe answers it in every version,
+			// without the extension's declaration, for a client that made
+			// its task with _meta["lathe/task"].
 			t, err := s.tasks.get(principalFrom(ctx), s.sessionID(ss), p.TaskID)
 			if err != nil {
 				return nil, err
+			}
+			// While the client waits here, the task's questions come to
+			// it on this request's stream (taskinput.go); a client of
+			// 2026-07-28 cannot be sent a request while its own one is
+			// served, and answers them with tasks/update.
+			if !multiRound(ss) {
+				detach := s.tasks.attach(t, ss, ctx)
+				defer detach()
 			}
 			// The result is waited for as long as the client waits, and
 			// no longer than the task lives.
@@ -426,24 +489,45 @@ func (s *Server) serveTasks() {
 				r.Meta = sdk.Meta{}
 			}
 			r.Meta[mcpconv.RelatedTaskKey] = map[string]any{"taskId": t.id}
-			return &r, nil
+			return encode(&r)
 		}))
 	must(sdk.AddReceivingCustomMethod(s.mcp, methodTasksList,
-		func(ctx context.Context, ss *sdk.ServerSession, _ *listTasksParams) (*listTasksResult, error) {
-			return &listTasksResult{Tasks: s.tasks.list(principalFrom(ctx), s.sessionID(ss))}, nil
+		func(ctx context.Context, ss *sdk.ServerSession, _ *listTasksParams) (*rawResult, error) {
+			return encode(&listTasksResult{Tasks: s.tasks.list(principalFrom(ctx), s.sessionID(ss))})
 		}))
 	s.mcp.AddReceivingMiddleware(s.taskMiddleware)
 	s.mcp.AddSendingMiddleware(s.taskSending)
+}
+
+// presented returns the task id that the session ss presents, if its
+// principal may see it, and notes that ss holds it. A session of MCP
+// 2026-07-28 must declare the tasks extension on the request (meta).
+func (s *Server) presented(ctx context.Context, ss *sdk.ServerSession, meta sdk.Meta, id string) (*task, error) {
+	if multiRound(ss) && !declaresTasks(meta) {
+		return nil, errMissingTasks
+	}
+	return s.tasks.get(principalFrom(ctx), s.sessionID(ss), id)
+}
+
+// encode makes v a result the task methods return as it is.
+func encode(v any) (*rawResult, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the answer: " + err.Error()}
+	}
+	return &rawResult{raw: b}, nil
 }
 
 // taskKey carries the task of a call in the call's context.
 type taskKey struct{}
 
 // taskSending marks what a task's call sends the client — questions,
-// sampling, progress, log messages — as related to the task, and holds the
-// task input_required while a question of it waits for its answer.
+// sampling, progress, log messages — as related to the task.
 func (s *Server) taskSending(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if method == "notifications/subscriptions/acknowledged" {
+			req = withTaskIDs(ctx, req)
+		}
 		t, _ := ctx.Value(taskKey{}).(*task)
 		if t == nil {
 			return next(ctx, method, req)
@@ -455,10 +539,6 @@ func (s *Server) taskSending(next sdk.MethodHandler) sdk.MethodHandler {
 			}
 			meta[mcpconv.RelatedTaskKey] = map[string]any{"taskId": t.id}
 			p.SetMeta(meta)
-		}
-		if method == "elicitation/create" || method == "sampling/createMessage" {
-			s.tasks.asking(t, true)
-			defer s.tasks.asking(t, false)
 		}
 		return next(ctx, method, req)
 	}
@@ -478,11 +558,25 @@ func (s *Server) taskMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if err != nil {
 				return res, err
 			}
+			if ir, ok := res.(*sdk.InitializeResult); ok && ir.ProtocolVersion >= "2026-07-28" {
+				return withTasksExtension(res), nil
+			}
 			return withTaskCapability(res), nil
+		case "server/discover":
+			res, err := next(ctx, method, req)
+			if err != nil {
+				return res, err
+			}
+			return withTasksExtension(res), nil
 		case "tools/list":
 			res, err := next(ctx, method, req)
 			if err != nil {
 				return res, err
+			}
+			if ss, ok := req.GetSession().(*sdk.ServerSession); ok && multiRound(ss) {
+				// The extension has no taskSupport: the server decides
+				// which calls become tasks.
+				return res, nil
 			}
 			return withTaskSupport(res), nil
 		case "tools/call":
@@ -490,8 +584,15 @@ func (s *Server) taskMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 				if spec, ok := r.Params.Meta[mcpconv.TaskMetaKey]; ok {
 					return s.startTask(r, spec)
 				}
+				if multiRound(r.Session) && r.Params.RequestState == "" && declaresTasks(r.Params.Meta) {
+					if res, ok, err := s.startTask2026(ctx, r); ok {
+						return res, err
+					}
+				}
 			}
-		case methodTasksGet, methodTasksResult, methodTasksCancel, methodTasksList:
+		case "subscriptions/listen":
+			return s.listenTasks(ctx, req, next)
+		case methodTasksGet, methodTasksResult, methodTasksCancel, methodTasksList, methodTasksUpdate:
 			ctx = context.WithValue(ctx, principalKey{}, principalOf(req))
 		}
 		return next(ctx, method, req)
@@ -500,18 +601,39 @@ func (s *Server) taskMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 
 // startTask starts a task-augmented call and answers with its handle.
 func (s *Server) startTask(req *sdk.CallToolRequest, spec any) (sdk.Result, error) {
-	name := req.Params.Name
-	s.mu.Lock()
-	_, served := s.served[name]
-	s.mu.Unlock()
-	def, ok := s.e.Lookup(name)
-	if !ok || !served {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
-	}
-	ttl, err := s.tasks.ttl(spec)
+	ttl, err := s.taskTool(req.Params.Name, spec)
 	if err != nil {
 		return nil, err
 	}
+	t, err := s.launch(req, ttl)
+	if err != nil {
+		return nil, err
+	}
+	// The session that made the task is asked its questions while it
+	// lasts (taskinput.go).
+	if !multiRound(req.Session) {
+		s.tasks.attach(t, req.Session, s.session(req.Session).ctx)
+	}
+	return &createTaskResult{Task: s.tasks.wire(t)}, nil
+}
+
+// taskTool checks that name is a tool the server serves, and reads the
+// TTL the client asked for.
+func (s *Server) taskTool(name string, spec any) (time.Duration, error) {
+	s.mu.Lock()
+	_, served := s.served[name]
+	s.mu.Unlock()
+	if _, ok := s.e.Lookup(name); !ok || !served {
+		return 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+	}
+	return s.tasks.ttl(spec)
+}
+
+// launch makes a task of the call req and starts the call. Its questions
+// go to no session until one is attached (taskinput.go).
+func (s *Server) launch(req *sdk.CallToolRequest, ttl time.Duration) (*task, error) {
+	name := req.Params.Name
+	def, _ := s.e.Lookup(name)
 	// The call outlives its request: it ends with the task (cancelled, or
 	// at its TTL) or the server, never with the session that made it.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -529,12 +651,14 @@ func (s *Server) startTask(req *sdk.CallToolRequest, spec any) (sdk.Result, erro
 	s.tasks.wg.Go(func() {
 		defer cancel()
 		res, err := h(ctx, call)
+		callErr := ""
 		if err != nil || res == nil {
-			res = taskError(fmt.Sprintf("the call failed: %v", err))
+			callErr = fmt.Sprintf("the call failed: %v", err)
+			res = taskError(callErr)
 		}
-		s.tasks.finish(t, res)
+		s.tasks.finish(t, res, callErr)
 	})
-	return &createTaskResult{Task: s.tasks.wire(t)}, nil
+	return t, nil
 }
 
 // withTaskCapability adds tasks to the capabilities of an initialize result.
@@ -596,8 +720,9 @@ func withTaskSupport(res sdk.Result) sdk.Result {
 // its _meta, where the SDK keeps it (see [mcpconv.TaskMetaKey]). readBody
 // calls it on every body it has read.
 func liftTaskBody(b []byte) []byte {
-	// Most bodies ask for no task, and are passed on without being parsed.
-	if !bytes.Contains(b, []byte(`"task"`)) {
+	// Most bodies ask for no task, and are passed on without being parsed:
+	// one scan finds both "task" and "taskIds".
+	if !bytes.Contains(b, []byte(`"task`)) {
 		return b
 	}
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
@@ -623,14 +748,24 @@ func liftTaskMessage(m json.RawMessage) json.RawMessage {
 		return m
 	}
 	var method string
-	if json.Unmarshal(full["method"], &method) != nil || method != "tools/call" {
+	if json.Unmarshal(full["method"], &method) != nil {
 		return m
 	}
-	p, ok := mcpconv.MoveField(full["params"], "task", mcpconv.TaskMetaKey, false)
-	if !ok {
+	switch method {
+	case "tools/call":
+		p, ok := mcpconv.MoveField(full["params"], "task", mcpconv.TaskMetaKey, false)
+		if !ok {
+			return m
+		}
+		full["params"] = p
+	case "subscriptions/listen":
+		// Its taskIds (tasknotify.go).
+		if !liftListen(full) {
+			return m
+		}
+	default:
 		return m
 	}
-	full["params"] = p
 	out, err := json.Marshal(full)
 	if err != nil {
 		return m

@@ -34,6 +34,9 @@ type rawClient struct {
 	token string
 	sid   string
 	id    int
+	// version is the protocol version a request without a session
+	// names in its header.
+	version string
 }
 
 type rpcError struct {
@@ -46,8 +49,14 @@ func (e *rpcError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Messag
 // dial opens a session, as a 2025-11-25 client.
 func dial(t *testing.T, url, token string) *rawClient {
 	t.Helper()
+	return dialWith(t, url, token, map[string]any{})
+}
+
+// dialWith opens a session, as a 2025-11-25 client of capabilities caps.
+func dialWith(t *testing.T, url, token string, caps map[string]any) *rawClient {
+	t.Helper()
 	c := &rawClient{t: t, url: url, token: token}
-	res, err := c.rpc("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+	res, err := c.rpc("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": caps,
 		"clientInfo": map[string]any{"name": "raw", "version": "1"}})
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
@@ -95,6 +104,8 @@ func (c *rawClient) send(method string, params any, call bool) (json.RawMessage,
 	if c.sid != "" {
 		req.Header.Set("Mcp-Session-Id", c.sid)
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	} else if c.version != "" {
+		req.Header.Set("Mcp-Protocol-Version", c.version)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -499,16 +510,21 @@ func TestTaskOverStdio(t *testing.T) {
 	}()
 	sc := bufio.NewScanner(outR)
 	sc.Buffer(nil, 1<<20)
+	// next skips notifications (of the task's status, among others).
 	next := func(what string) map[string]json.RawMessage {
 		t.Helper()
-		if !sc.Scan() {
-			t.Fatalf("no answer to %s", what)
+		for {
+			if !sc.Scan() {
+				t.Fatalf("no answer to %s", what)
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if _, ok := m["id"]; ok {
+				return m
+			}
 		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		return m
 	}
 	send := func(line string) {
 		if _, err := io.WriteString(inW, line+"\n"); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -32,7 +33,11 @@ func newAuditCmd(g *globals) *cobra.Command {
 		Long: "List the calls recorded in the workspace's audit log (.lathe/lathe.db unless [audit] path says\n" +
 			"otherwise), oldest first: time, tool, decision and who decided, outcome, duration, sizes and the\n" +
 			"arguments with secret-looking values redacted. A call whose outcome is \"incomplete\" has not\n" +
-			"ended: it is running, or the process that ran it died.",
+			"ended: it is running, or the process that ran it died.\n\n" +
+			"With --operations, each call is followed by what its tool asked lathe's host for (files read and\n" +
+			"written, URLs fetched, commands run, variables read), one line each: the operation, what the\n" +
+			"policy said and who decided, whether it failed, how long it took, the bytes it moved, and its\n" +
+			"subject, secrets redacted.",
 		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkAuditFilter(&f); err != nil {
@@ -73,6 +78,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.Time.Local().Format(time.DateTime), r.Tool,
 					dash(r.Decision), dash(r.DecidedBy), outcome, r.Duration.Round(time.Millisecond),
 					r.ArgsBytes, r.ResultBytes, shorten(r.Arguments, 60))
+				writeOperations(tw, r)
 			}
 			return tw.Flush()
 		},
@@ -83,6 +89,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&since, "since", "", "only calls since this time: a duration ago (1h) or an RFC 3339 time")
 	cmd.Flags().IntVar(&f.Limit, "limit", 100, "show the newest N calls; 0 or less shows all")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the records as a JSON array")
+	cmd.Flags().BoolVar(&f.Operations, "operations", false, "show each call's host operations (files, URLs, commands) under it")
 	cmd.AddCommand(newGrantsCmd(g), newGrantCmd(g), newRevokeCmd(g))
 	// A zero or negative --limit means all, which audit.Filter spells -1.
 	cmd.PreRun = func(*cobra.Command, []string) {
@@ -91,6 +98,26 @@ func newAuditCmd(g *globals) *cobra.Command {
 		}
 	}
 	return cmd
+}
+
+// writeOperations writes the host operations of r under its row, in the
+// same columns: the operation where the tool is, its approval and who
+// decided, "ok" or "failed", its duration, the bytes it moved, and its
+// subject where the arguments are. Every subject is shown whole: a call's
+// arguments may be cut to fit a line, but which files a tool touched is
+// what the reader looks for.
+func writeOperations(w io.Writer, r audit.Record) {
+	for _, op := range r.Operations {
+		status := "ok"
+		if op.Error != "" {
+			status = "failed"
+		}
+		fmt.Fprintf(w, "\t  %s\t%s\t%s\t%s\t%s\t%d\t%s\n", op.Kind, dash(op.Approval), dash(op.DecidedBy), status,
+			op.Duration.Round(time.Millisecond), op.Bytes, visible(op.Subject))
+	}
+	if r.OperationsDropped > 0 {
+		fmt.Fprintf(w, "\t  (%d more operations not kept)\t\t\t\t\t\t\n", r.OperationsDropped)
+	}
 }
 
 // auditDecisions and auditOutcomes are the values --decision and --outcome

@@ -43,6 +43,10 @@ func newCallCmd(g *globals) *cobra.Command {
 			g.trust = trustAsk
 			// Only a server that may hold the tool is started.
 			g.need = args[:1]
+			// The person's call approves the call; what a confined tool
+			// then asks lathe's host for, where a rule says ask, is put to
+			// them on the terminal.
+			g.approver = terminalApprover(g.streams)
 			e, err := g.openEngine()
 			if err != nil {
 				return err

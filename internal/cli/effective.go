@@ -79,6 +79,10 @@ type effective struct {
 	// ArgumentRules are the rules whose decision depends on the arguments
 	// (lathe policy check TOOL ARGS says which one a call meets).
 	ArgumentRules []ruleJSON `json:"argument_rules,omitempty"`
+	// OperationRules are the rules about the tool's host operations
+	// (lathe policy check NAME --operation KIND SUBJECT says which one an
+	// operation meets).
+	OperationRules []ruleJSON `json:"operation_rules,omitempty"`
 }
 
 type effects struct {
@@ -94,18 +98,19 @@ type effects struct {
 }
 
 type ruleJSON struct {
-	Tool     string `json:"tool"`
-	Args     string `json:"args,omitempty"`
-	Arg      string `json:"arg,omitempty"`
-	Approval string `json:"approval"`
-	Source   string `json:"source"`
+	Tool      string `json:"tool"`
+	Operation string `json:"operation,omitempty"`
+	Args      string `json:"args,omitempty"`
+	Arg       string `json:"arg,omitempty"`
+	Approval  string `json:"approval"`
+	Source    string `json:"source"`
 }
 
 func ruleOf(r *policy.Rule) *ruleJSON {
 	if r == nil {
 		return nil
 	}
-	return &ruleJSON{Tool: r.Tool, Args: r.Args, Arg: r.Arg, Approval: string(r.Approval), Source: r.Source}
+	return &ruleJSON{Tool: r.Tool, Operation: r.Operation, Args: r.Args, Arg: r.Arg, Approval: string(r.Approval), Source: r.Source}
 }
 
 // check is what `lathe policy check` reports: the decision, who made it
@@ -176,6 +181,10 @@ func effectiveOf(ctx context.Context, cfg *config.Config, ws string, def tool.De
 	for i := range p.Rules {
 		r := &p.Rules[i]
 		switch {
+		case r.Operation != "":
+			if policy.Match(r.Tool, def.Name) {
+				e.OperationRules = append(e.OperationRules, *ruleOf(r))
+			}
 		case r.Args == "":
 			byName.Rules = append(byName.Rules, *r)
 		case policy.Match(r.Tool, def.Name):
@@ -299,6 +308,14 @@ func profileOf(cfg *config.Config, def tool.Definition) (profile, from, isolatio
 		if s := toolsetOf(cfg, def); s != nil && s.Profile != "" {
 			return set(s.Profile, "toolsets", s.Name, "profile")
 		}
+		if def.Runtime == "vfs" {
+			// A VFS tool is never a host process (load refuses dev for
+			// it): standard, or hardened where [sandbox] says so.
+			if cfg.Sandbox.Profile == config.SandboxProfile(sandbox.Hardened) {
+				return set(cfg.Sandbox.Profile, "sandbox", "profile")
+			}
+			return string(sandbox.Standard), defaultOrigin, "sandbox"
+		}
 		return general("host process: runs unconfined, with a minimal environment")
 	case name == "run_command":
 		if t := cfg.Tools[name]; t != nil && t.Profile != "" {
@@ -336,6 +353,13 @@ func describeEffective(w io.Writer, e effective) error {
 			fmt.Fprintf(w, "            %s\n", ruleText(&r))
 		}
 	}
+	if len(e.OperationRules) > 0 {
+		fmt.Fprintln(w, "          what the tool asks lathe's host for is checked by these; an operation no rule names is")
+		fmt.Fprintln(w, "          allowed within the tool's permissions:")
+		for _, r := range e.OperationRules {
+			fmt.Fprintf(w, "            %s\n", ruleText(&r))
+		}
+	}
 	return nil
 }
 
@@ -370,6 +394,9 @@ func annotationWords(e effects) string {
 // ruleText writes a rule as lathe.toml would, with its place.
 func ruleText(r *ruleJSON) string {
 	s := "tool = " + tomlString(r.Tool)
+	if r.Operation != "" {
+		s += ", operation = " + tomlString(r.Operation)
+	}
 	if r.Args != "" {
 		s += ", args = " + tomlString(r.Args)
 	}

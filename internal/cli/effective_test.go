@@ -81,4 +81,10 @@ func TestTimeoutAndProfileOf(t *testing.T) {
 	if p, from, _ := profileOf(empty, tool.Definition{Name: "run_command", Source: "builtin"}); p != "standard" || from != "default" {
 		t.Errorf("empty: run_command profile %q (%s)", p, from)
 	}
+	// A VFS tool is never shown as a host process: with no profile of its
+	// own it runs under standard, even where [sandbox] says dev.
+	devCfg := &config.Config{Sandbox: config.Sandbox{Profile: "dev"}}
+	if p, from, iso := profileOf(devCfg, tool.Definition{Name: "v", Source: "local", Runtime: "vfs"}); p != "standard" || from != "default" || iso != "sandbox" {
+		t.Errorf("a VFS tool under [sandbox] dev: profile %q (%s, %s), want standard", p, from, iso)
+	}
 }

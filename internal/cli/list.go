@@ -84,7 +84,12 @@ func newDescribeCmd(g *globals) *cobra.Command {
 			if err := describe(g.streams.Out, d); err != nil {
 				return err
 			}
-			return describeEffective(g.streams.Out, eff)
+			if err := describeEffective(g.streams.Out, eff); err != nil {
+				return err
+			}
+			declared, ok := w.Declared[d.Name]
+			describeHost(g.streams.Out, cfg, d, declared, ok)
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the definition as JSON")

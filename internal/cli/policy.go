@@ -47,7 +47,13 @@ func newApprover(in io.Reader, w io.Writer) policy.Approver {
 	return policy.ApproverFunc(func(ctx context.Context, req *policy.Request) (policy.Answer, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(w, "%s wants to run: %s\n  (%s)\n", req.Tool.Name, req.Arguments, req.Reason)
+		if op := req.Operation; op != nil {
+			// The call runs already: what is asked is one thing it wants
+			// lathe's host to do.
+			fmt.Fprintf(w, "%s, running, wants to %s: %s\n  (%s)\n", req.Tool.Name, op.Kind, op.Subject, req.Reason)
+		} else {
+			fmt.Fprintf(w, "%s wants to run: %s\n  (%s)\n", req.Tool.Name, req.Arguments, req.Reason)
+		}
 		for {
 			fmt.Fprint(w, "Allow? [o]nce, [s]ession, [a]lways, [d]eny: ")
 			line, err := r.ReadString('\n')

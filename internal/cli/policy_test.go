@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lathe-tools/lathe/audit"
 	"github.com/lathe-tools/lathe/policy"
 	"github.com/lathe-tools/lathe/tool"
 )
@@ -37,6 +38,22 @@ func TestApprover(t *testing.T) {
 	}
 }
 
+// An operation's ask names the operation and its subject, not the call's
+// arguments: the person approves what the running tool wants to do.
+func TestApproverOfAnOperation(t *testing.T) {
+	req := &policy.Request{Tool: &tool.Definition{Name: "scrape"}, Arguments: "fetch https://api.example.com/v1",
+		Reason:    "the rule tool=\"*\" operation=\"fetch\" approval=\"ask\"",
+		Operation: &policy.OperationRequest{Kind: "fetch", Subject: "https://api.example.com/v1"}}
+	var out strings.Builder
+	got, err := newApprover(strings.NewReader("o\n"), &out).Approve(context.Background(), req)
+	if err != nil || got.Verdict != policy.AllowOnce {
+		t.Fatalf("answer %+v, %v", got, err)
+	}
+	if !strings.Contains(out.String(), "scrape, running, wants to fetch: https://api.example.com/v1") {
+		t.Errorf("prompt %q", out.String())
+	}
+}
+
 func TestParseSince(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	if got, _ := parseSince("1h", now); !got.Equal(now.Add(-time.Hour)) {
@@ -47,5 +64,22 @@ func TestParseSince(t *testing.T) {
 	}
 	if _, err := parseSince("yesterday", now); err == nil {
 		t.Error("yesterday parsed")
+	}
+}
+
+func TestWriteOperations(t *testing.T) {
+	var out strings.Builder
+	writeOperations(&out, audit.Record{Operations: []audit.Operation{
+		{Kind: "read", Subject: "src/main.go", Approval: "allow", DecidedBy: "default", Bytes: 120, Duration: 2 * time.Millisecond},
+		{Kind: "fetch", Subject: "https://api.example.com/?token=[redacted]", Approval: "deny", DecidedBy: "rule", Error: "denied"},
+	}, OperationsDropped: 3})
+	for _, want := range []string{
+		"\t  read\tallow\tdefault\tok\t2ms\t120\tsrc/main.go\n",
+		"\t  fetch\tdeny\trule\tfailed\t0s\t0\thttps://api.example.com/?token=[redacted]\n",
+		"(3 more operations not kept)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output %q lacks %q", out.String(), want)
+		}
 	}
 }

@@ -211,11 +211,11 @@ func (s *server) cached(ct toolCacheEntry) (upTool, error) {
 		Source:       "mcp." + s.cfg.Name,
 		Runtime:      RuntimeName,
 	}
-	if _, err := schema.Compile(def.InputSchema); err != nil {
+	if _, err := schema.Prepare(def.InputSchema); err != nil {
 		return upTool{}, fmt.Errorf("input schema: %w", err)
 	}
 	if len(def.OutputSchema) > 0 {
-		if _, err := schema.Compile(def.OutputSchema); err != nil {
+		if _, err := schema.Prepare(def.OutputSchema); err != nil {
 			return upTool{}, fmt.Errorf("output schema: %w", err)
 		}
 	}

@@ -133,9 +133,20 @@ func (c *Cache) Describe(ctx context.Context, cmd Command, opts *Options) ([]pro
 	if opts != nil {
 		options = opts.Options
 	}
+	return c.DescribeWith(ctx, cmd, options, func(ctx context.Context) ([]protocol.ToolSchema, error) {
+		return Describe(ctx, cmd, opts)
+	})
+}
+
+// DescribeWith is [Cache.Describe] for a runtime that asks the binary its
+// own way (a VFS tool asks it confined, with no workspace): describe runs
+// only when the cache holds no entry for cmd and options, and its answer
+// is kept.
+func (c *Cache) DescribeWith(ctx context.Context, cmd Command, options map[string]any,
+	describe func(context.Context) ([]protocol.ToolSchema, error)) ([]protocol.ToolSchema, error) {
 	id, key, ok := cacheKey(cmd, options)
 	if !ok {
-		return Describe(ctx, cmd, opts)
+		return describe(ctx)
 	}
 	c.mu.Lock()
 	tools, hit := c.mem[key]
@@ -147,7 +158,7 @@ func (c *Cache) Describe(ctx context.Context, cmd Command, opts *Options) ([]pro
 		c.remember(key, tools)
 		return tools, nil
 	}
-	tools, err := Describe(ctx, cmd, opts)
+	tools, err := describe(ctx)
 	if err != nil {
 		return nil, err
 	}

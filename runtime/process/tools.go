@@ -42,11 +42,11 @@ func Definition(s protocol.ToolSchema, name string) (tool.Definition, error) {
 		Summary: s.Summary, Description: s.Description,
 		InputSchema: s.Parameters, OutputSchema: s.OutputSchema, Annotations: s.Annotations,
 	}
-	if _, err := schema.Compile(def.InputSchema); err != nil {
+	if _, err := schema.Prepare(def.InputSchema); err != nil {
 		return tool.Definition{}, fmt.Errorf("its input schema is refused: %w", err)
 	}
 	if len(def.OutputSchema) > 0 {
-		if _, err := schema.Compile(def.OutputSchema); err != nil {
+		if _, err := schema.Prepare(def.OutputSchema); err != nil {
 			return tool.Definition{}, fmt.Errorf("its output schema is refused: %w", err)
 		}
 	}

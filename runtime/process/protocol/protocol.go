@@ -58,6 +58,10 @@ type Context struct {
 	CallID string `json:"call_id,omitempty"`
 	// Options are the tool's options from the configuration.
 	Options map[string]any `json:"options,omitempty"`
+	// Host is the version of the host API (the project's docs/host.md)
+	// the tool may use over its standard input and output, or 0 when it
+	// has none: a VFS tool gets it, a plain process tool does not.
+	Host int `json:"host,omitempty"`
 }
 
 // Answer types, the values of [Answer].Type.
@@ -173,6 +177,21 @@ type ToolSchema struct {
 	// OutputSchema, optional, describes the structured part of a result.
 	OutputSchema json.RawMessage  `json:"output_schema,omitempty"`
 	Annotations  tool.Annotations `json:"annotations,omitzero"`
+	// Permissions, optional, is what a confined tool (runtime "vfs" or
+	// "wasm") says it needs of lathe's host API. It is shown to the person
+	// (lathe describe) beside what the configuration grants, and never
+	// grants anything by itself.
+	Permissions *Permissions `json:"permissions,omitempty"`
+}
+
+// Permissions is what a tool declares it needs of lathe's host API, in the
+// syntax of the configuration's keys of the same names (docs/host.md).
+type Permissions struct {
+	Read  []string `json:"read,omitempty"`
+	Write []string `json:"write,omitempty"`
+	Net   []string `json:"net,omitempty"`
+	Env   []string `json:"env,omitempty"`
+	Run   []string `json:"run,omitempty"`
 }
 
 // NewRequest encodes a request. Arguments that are empty become {}.

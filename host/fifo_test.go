@@ -1,0 +1,5 @@
+package host_test
+
+import "golang.org/x/sys/unix"
+
+func mkfifo(path string) error { return unix.Mkfifo(path, 0o644) }

@@ -1,0 +1,395 @@
+package sdk
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+)
+
+// The host API's wire form (the project's docs/host.md) is spelled out here
+// rather than imported from lathe's host package, so that a tool binary,
+// native or WASM, carries nothing of lathe's own side.
+
+// Host API error codes, as [HostError].Code.
+const (
+	// CodeDenied: the tool's permissions or the policy refused the operation.
+	CodeDenied = -32001
+	// CodeFailed: the operation was allowed and failed (no such file).
+	CodeFailed = -32002
+	// CodeEnded: the call the request belonged to has ended.
+	CodeEnded = -32003
+	// CodeTooLarge: the request or its answer is over a limit.
+	CodeTooLarge = -32004
+)
+
+// HostError is an error the host answered with. Denied, for one, says the
+// operation was refused by the tool's permissions or the policy.
+type HostError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *HostError) Error() string { return fmt.Sprintf("host: %s (code %d)", e.Message, e.Code) }
+
+// Denied reports whether the host refused the operation.
+func (e *HostError) Denied() bool { return e.Code == CodeDenied }
+
+// ErrNoHost is returned by a [HostClient] whose connection to lathe is gone.
+var ErrNoHost = errors.New("host: the connection to lathe is closed")
+
+// FileInfo describes one file. Type is "file", "dir", "symlink" or "other".
+type FileInfo struct {
+	Name    string `json:"name"`
+	Type    string `json:"type"`
+	Size    int64  `json:"size"`
+	Mode    uint32 `json:"mode"`
+	ModTime string `json:"mod_time"` // RFC 3339
+}
+
+// FetchRequest is an HTTP request for [HostClient.Fetch]. Method defaults
+// to GET.
+type FetchRequest struct {
+	URL     string            `json:"url"`
+	Method  string            `json:"method,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    []byte            `json:"body,omitempty"`
+}
+
+// FetchResponse is the response, its body cut at the host's limit
+// (Truncated then says so).
+type FetchResponse struct {
+	Status    int               `json:"status"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	Body      []byte            `json:"body"`
+	Truncated bool              `json:"truncated,omitempty"`
+}
+
+// RunRequest runs a program through the host, never through a shell:
+// Argv[0] is looked up in PATH; Dir is relative to the workspace.
+type RunRequest struct {
+	Argv  []string `json:"argv"`
+	Stdin []byte   `json:"stdin,omitempty"`
+	Dir   string   `json:"dir,omitempty"`
+}
+
+// RunResult is how the program ended and what it wrote.
+type RunResult struct {
+	ExitCode int    `json:"exit_code"`
+	Stdout   []byte `json:"stdout"`
+	Stderr   []byte `json:"stderr"`
+}
+
+// AskResult is the person's answer to [HostClient.Ask]: Action "accept"
+// (Content holds the answer), "decline" or "cancel".
+type AskResult struct {
+	Action  string         `json:"action"`
+	Content map[string]any `json:"content,omitempty"`
+}
+
+type hostKey struct{}
+
+// Host returns the client of the host API of the call ctx belongs to, and
+// false when lathe offers none (a plain process tool). A confined tool
+// reaches files, URLs, programs and variables only through it:
+//
+//	h, ok := sdk.Host(ctx)
+//	if !ok {
+//		return "", errors.New("run me with runtime = \"vfs\" or \"wasm\"")
+//	}
+//	src, err := h.ReadFile(ctx, "src/main.go")
+//
+// Every operation is checked against the tool's permissions and the
+// policy; a refusal is a [*HostError] whose Denied reports true. The client
+// is safe for concurrent use: requests in flight are told apart by id.
+func Host(ctx context.Context) (*HostClient, bool) {
+	h, ok := ctx.Value(hostKey{}).(*HostClient)
+	return h, ok
+}
+
+// HostClient speaks the host API over the tool's standard input and
+// output, which it shares with the protocol: requests go out as lines
+// between nothing else, responses come in on what follows the request.
+type HostClient struct {
+	w *lineWriter
+	r *bufio.Reader
+
+	mu      sync.Mutex
+	next    int64
+	waiting map[string]chan response
+	err     error // set once the reader has stopped
+	started bool
+	done    chan struct{}
+}
+
+type response struct {
+	Result json.RawMessage `json:"result"`
+	Error  *HostError      `json:"error"`
+}
+
+func newHostClient(r io.Reader, w *lineWriter) *HostClient {
+	return &HostClient{w: w, r: bufio.NewReaderSize(r, 64<<10), waiting: map[string]chan response{}, done: make(chan struct{})}
+}
+
+// read delivers each response line to the request of its id until the
+// input ends.
+func (h *HostClient) read() {
+	defer close(h.done)
+	var err error
+	for {
+		var line []byte
+		line, err = h.r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var m struct {
+				ID json.RawMessage `json:"id"`
+				response
+			}
+			if json.Unmarshal(line, &m) == nil {
+				h.mu.Lock()
+				ch := h.waiting[string(bytes.TrimSpace(m.ID))]
+				delete(h.waiting, string(bytes.TrimSpace(m.ID)))
+				h.mu.Unlock()
+				if ch != nil {
+					ch <- m.response
+				}
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	h.mu.Lock()
+	h.err = ErrNoHost
+	for id, ch := range h.waiting {
+		close(ch)
+		delete(h.waiting, id)
+	}
+	h.mu.Unlock()
+}
+
+// close stops waiting for responses; the reader ends with the input.
+func (h *HostClient) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err == nil {
+		h.err = ErrNoHost
+	}
+	for id, ch := range h.waiting {
+		close(ch)
+		delete(h.waiting, id)
+	}
+}
+
+// Call sends one request of the host API and decodes its result into
+// result (nil to drop it). The typed methods are calls of it; it serves a
+// method they do not cover.
+func (h *HostClient) Call(ctx context.Context, method string, params, result any) error {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("host: %s: %w", method, err)
+	}
+	ch := make(chan response, 1)
+	h.mu.Lock()
+	if h.err != nil {
+		h.mu.Unlock()
+		return h.err
+	}
+	if !h.started {
+		// The reader starts with the first request: a tool that never
+		// asks leaves its input alone.
+		h.started = true
+		go h.read()
+	}
+	h.next++
+	id := strconv.FormatInt(h.next, 10)
+	h.waiting[id] = ch
+	h.mu.Unlock()
+	forget := func() {
+		h.mu.Lock()
+		delete(h.waiting, id)
+		h.mu.Unlock()
+	}
+	req := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params,omitempty"`
+	}{"2.0", json.RawMessage(id), method, p}
+	if err := h.w.encode(req); err != nil {
+		forget()
+		return fmt.Errorf("host: %s: %w", method, err)
+	}
+	select {
+	case r, ok := <-ch:
+		switch {
+		case !ok:
+			return ErrNoHost
+		case r.Error != nil:
+			return r.Error
+		case result != nil:
+			if err := json.Unmarshal(r.Result, result); err != nil {
+				return fmt.Errorf("host: %s: the result does not decode: %w", method, err)
+			}
+		}
+		return nil
+	case <-ctx.Done():
+		forget()
+		return ctx.Err()
+	}
+}
+
+// ReadFile reads the whole of a file of the workspace, in as many requests
+// as the host's read limit needs.
+func (h *HostClient) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	var data []byte
+	for {
+		var r struct {
+			Data []byte `json:"data"`
+			EOF  bool   `json:"eof"`
+		}
+		p := struct {
+			Path   string `json:"path"`
+			Offset int64  `json:"offset,omitempty"`
+		}{path, int64(len(data))}
+		if err := h.Call(ctx, "fs/read", p, &r); err != nil {
+			return nil, err
+		}
+		data = append(data, r.Data...)
+		if r.EOF || len(r.Data) == 0 {
+			return data, nil
+		}
+	}
+}
+
+// WriteFile writes data to a file of the workspace, replacing it; its
+// directory must exist.
+func (h *HostClient) WriteFile(ctx context.Context, path string, data []byte) error {
+	p := struct {
+		Path string `json:"path"`
+		Data []byte `json:"data"`
+	}{path, data}
+	return h.Call(ctx, "fs/write", p, nil)
+}
+
+// List lists a directory of the workspace, sorted by name.
+func (h *HostClient) List(ctx context.Context, path string) ([]FileInfo, error) {
+	var r struct {
+		Entries []FileInfo `json:"entries"`
+	}
+	if err := h.Call(ctx, "fs/list", pathParams{path}, &r); err != nil {
+		return nil, err
+	}
+	return r.Entries, nil
+}
+
+// Stat describes a file of the workspace.
+func (h *HostClient) Stat(ctx context.Context, path string) (FileInfo, error) {
+	var fi FileInfo
+	err := h.Call(ctx, "fs/stat", pathParams{path}, &fi)
+	return fi, err
+}
+
+// Remove removes a file, or an empty directory; with recursive, a
+// directory and everything in it.
+func (h *HostClient) Remove(ctx context.Context, path string, recursive bool) error {
+	p := struct {
+		Path      string `json:"path"`
+		Recursive bool   `json:"recursive,omitempty"`
+	}{path, recursive}
+	return h.Call(ctx, "fs/remove", p, nil)
+}
+
+// Fetch makes an HTTP request through the host.
+func (h *HostClient) Fetch(ctx context.Context, req FetchRequest) (*FetchResponse, error) {
+	var r FetchResponse
+	if err := h.Call(ctx, "net/fetch", req, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Run runs a program through the host, under its sandbox profile. A
+// program that ran and failed is a result with its exit code, not an
+// error.
+func (h *HostClient) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
+	var r RunResult
+	if err := h.Call(ctx, "proc/run", req, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Getenv reads a variable of lathe's environment that the tool may see;
+// ok is false when it is not set.
+func (h *HostClient) Getenv(ctx context.Context, name string) (value string, ok bool, err error) {
+	var r struct {
+		Value string `json:"value"`
+		Set   bool   `json:"set"`
+	}
+	err = h.Call(ctx, "env/get", struct {
+		Name string `json:"name"`
+	}{name}, &r)
+	return r.Value, r.Set, err
+}
+
+// Log sends a log line at an MCP level ("debug", "info", "warning",
+// "error"…).
+func (h *HostClient) Log(ctx context.Context, level, message string) error {
+	return h.Call(ctx, "log", struct {
+		Level   string `json:"level,omitempty"`
+		Message string `json:"message"`
+	}{level, message}, nil)
+}
+
+// Progress reports progress (total 0: unknown), with MCP's meaning.
+func (h *HostClient) Progress(ctx context.Context, progress, total float64, message string) error {
+	return h.Call(ctx, "progress", struct {
+		Progress float64 `json:"progress"`
+		Total    float64 `json:"total,omitempty"`
+		Message  string  `json:"message,omitempty"`
+	}{progress, total, message}, nil)
+}
+
+// Ask asks the person a question in the middle of the call; schema, which
+// may be nil, is a flat JSON Schema object of the answer's fields.
+func (h *HostClient) Ask(ctx context.Context, message string, schema json.RawMessage) (*AskResult, error) {
+	var r AskResult
+	err := h.Call(ctx, "ask", struct {
+		Message string          `json:"message"`
+		Schema  json.RawMessage `json:"schema,omitempty"`
+	}{message, schema}, &r)
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+type pathParams struct {
+	Path string `json:"path"`
+}
+
+// lineWriter writes JSON values one per line, one at a time, so that host
+// requests and the answer never interleave on standard output.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) encode(v any) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, err := l.w.Write(b.Bytes())
+	return err
+}
