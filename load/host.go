@@ -15,7 +15,7 @@ import (
 // else standard, with the [sandbox] limits and permissions, as
 // run_command has them. A denial names the table to change: [tools.NAME]
 // when the configuration has one, where it is. An error is a
-// *config.Error at that table when there is one.
+// *config.Error at that table when there is one. The engine owns the host.
 func (l *localLoader) hostFor(name string, perms config.HostPermissions, profile config.SandboxProfile) (*host.Host, error) {
 	sc := sandboxConfig(l.cfg, l.ws)
 	if profile != "" {
@@ -38,6 +38,11 @@ func (l *localLoader) hostFor(name string, perms config.HostPermissions, profile
 	if err != nil && t != nil {
 		// An absolute path outside the workspace is known only here.
 		return nil, &config.Error{Pos: t.Pos, Msg: err.Error()}
+	}
+	if err == nil {
+		// The engine closes every host, and so its descriptor of the
+		// workspace, with itself (see loadLocal).
+		l.hosts = append(l.hosts, h)
 	}
 	return h, err
 }

@@ -242,13 +242,13 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 	cfg := w.Config
 	// The workspace handle lives as long as the engine: its batches
 	// resolve paths through it.
-	root, err := tools.NewWorkspace(w.Dir)
-	if err != nil {
-		return &WorkspaceError{Dir: w.Dir, Err: err}
-	}
 	outer, inner, err := w.policyStages(opts)
 	if err != nil {
 		return err
+	}
+	root, err := tools.NewWorkspace(w.Dir)
+	if err != nil {
+		return &WorkspaceError{Dir: w.Dir, Err: err}
 	}
 	e := lathe.New(lathe.Options{
 		Outer:          outer,
@@ -264,7 +264,12 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 		},
 	})
 	w.Engine = e
-	std, err := tools.Standard(w.Dir, tools.Options{Describe: e.Lookup})
+	// The engine closes the workspace handle, and so its descriptor of the
+	// workspace, with itself; the standard tools share it.
+	if err := e.Own(root); err != nil {
+		return err
+	}
+	std, err := tools.Standard(w.Dir, tools.Options{Describe: e.Lookup, Workspace: root})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/lathe-tools/lathe/runtime/process"
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
 	"github.com/lathe-tools/lathe/runtime/vfs"
+	"github.com/lathe-tools/lathe/runtime/wasm"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -54,6 +56,17 @@ func (w *Workspace) loadLocal(ctx context.Context, opts *Options, known map[stri
 		if known[name] && !l.local[name] && hasLocalKeys(t) {
 			errs = append(errs, &config.Error{Pos: t.Pos, Msg: fmt.Sprintf(
 				"[tools.%s] parameters, options and env apply to local tools, and %s is a %s tool", name, name, sourceOf(e, name))})
+		}
+	}
+	// The engine closes the WASM runtime and the hosts of the confined
+	// tools (their workspace descriptors) with itself, after the tools.
+	owned := l.hosts
+	if l.wasm != nil {
+		owned = append([]io.Closer{l.wasm}, owned...)
+	}
+	for _, c := range owned {
+		if err := e.Own(c); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := joinByPos(errs); err != nil {
@@ -128,6 +141,9 @@ type localLoader struct {
 	tools []tool.Tool
 	local map[string]bool       // names of the tools built
 	pos   map[string]config.Pos // where each was configured
+	// wasm runs the WASM tools, made with the first; the engine owns it.
+	wasm  *wasm.Runtime
+	hosts []io.Closer
 	// dropped holds, by name, the tools left out because what their binary
 	// said of them is unusable.
 	dropped map[string]error
@@ -180,7 +196,9 @@ func runtimeFor(explicit string, argv []string) (string, error) {
 	case vfs.RuntimeName:
 		// Never inferred: a VFS tool is one written for the host API.
 		return rt, nil
-	case "wasm", "js", "remote", "temporal":
+	case wasm.RuntimeName:
+		return rt, nil
+	case "js", "remote", "temporal":
 		how := ""
 		if explicit == "" {
 			how = " (inferred from the command " + argv[0] + ")"
@@ -188,7 +206,7 @@ func runtimeFor(explicit string, argv []string) (string, error) {
 		return "", fmt.Errorf("runtime %q%s is not built into this lathe yet; "+
 			"run the tool as a process (runtime = \"process\", with a command that starts it)", rt, how)
 	}
-	return "", fmt.Errorf("unknown runtime %q: local tools run as \"process\"", rt)
+	return "", fmt.Errorf("unknown runtime %q: local tools run as \"process\", \"vfs\" or \"wasm\"", rt)
 }
 
 // tool builds the tool of a [tools.NAME] table with a command.
@@ -202,6 +220,9 @@ func (l *localLoader) tool(name string, t *config.Tool) error {
 	}
 	if rt == vfs.RuntimeName {
 		return l.vfsTool(name, t)
+	}
+	if rt == wasm.RuntimeName {
+		return l.wasmTool(name, t)
 	}
 	cmd := process.Command{Argv: t.Command, Shell: t.Shell, Dir: l.ws, Env: t.Env}
 	names, err := cmd.Placeholders()
@@ -304,6 +325,9 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 	}
 	if rt == vfs.RuntimeName {
 		return l.vfsToolset(s)
+	}
+	if rt == wasm.RuntimeName {
+		return l.wasmToolset(s)
 	}
 	cmd := process.Command{Argv: s.Command, Dir: l.ws, Env: s.Env}
 	// The binary describes itself under the toolset's profile, else the

@@ -171,3 +171,48 @@ command = ["sh", "tool.sh"]
 		t.Errorf("the cache holds %d entries after loading one VFS tool, want 1", len(ents))
 	}
 }
+
+// TestConfinedHostsClosed: every confined tool's host holds a descriptor of
+// the workspace, and so does the handle the standard tools and batches
+// share; closing the workspace releases them all, so that a program that
+// opens and closes workspaces (a server, a test suite) does not run out of
+// descriptors.
+func TestConfinedHostsClosed(t *testing.T) {
+	ws := vfsWorkspace(t, `
+[tools.one]
+runtime = "vfs"
+command = ["sh", "tool.sh", "WS"]
+read = ["note.txt"]
+parameters = {}
+
+[tools.two]
+runtime = "vfs"
+command = ["sh", "tool.sh", "WS"]
+read = ["note.txt"]
+parameters = {}
+`)
+	before := openFiles(t)
+	for range 5 {
+		w, err := openTrusted(t, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A few descriptors may come and go with the runtime (the log, the
+	// cache); ten hosts held open would add at least ten.
+	if after := openFiles(t); after > before+3 {
+		t.Errorf("open descriptors went from %d to %d after opening and closing the workspace five times", before, after)
+	}
+}
+
+func openFiles(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot count open descriptors: %v", err)
+	}
+	return len(fds)
+}

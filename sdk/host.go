@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"sync"
 )
@@ -120,6 +121,7 @@ type HostClient struct {
 	w *lineWriter
 	r *bufio.Reader
 
+	readMu  sync.Mutex // inline readers, one at a time
 	mu      sync.Mutex
 	next    int64
 	waiting map[string]chan response
@@ -141,29 +143,35 @@ func newHostClient(r io.Reader, w *lineWriter) *HostClient {
 // input ends.
 func (h *HostClient) read() {
 	defer close(h.done)
-	var err error
-	for {
-		var line []byte
-		line, err = h.r.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			var m struct {
-				ID json.RawMessage `json:"id"`
-				response
-			}
-			if json.Unmarshal(line, &m) == nil {
-				h.mu.Lock()
-				ch := h.waiting[string(bytes.TrimSpace(m.ID))]
-				delete(h.waiting, string(bytes.TrimSpace(m.ID)))
-				h.mu.Unlock()
-				if ch != nil {
-					ch <- m.response
-				}
-			}
+	for h.readOne() == nil {
+	}
+	h.stop()
+}
+
+// readOne reads one response line and delivers it to the request of its
+// id.
+func (h *HostClient) readOne() error {
+	line, err := h.r.ReadBytes('\n')
+	if len(bytes.TrimSpace(line)) > 0 {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+			response
 		}
-		if err != nil {
-			break
+		if json.Unmarshal(line, &m) == nil {
+			h.mu.Lock()
+			ch := h.waiting[string(bytes.TrimSpace(m.ID))]
+			delete(h.waiting, string(bytes.TrimSpace(m.ID)))
+			h.mu.Unlock()
+			if ch != nil {
+				ch <- m.response
+			}
 		}
 	}
+	return err
+}
+
+// stop fails the requests waiting once the input has ended.
+func (h *HostClient) stop() {
 	h.mu.Lock()
 	h.err = ErrNoHost
 	for id, ch := range h.waiting {
@@ -172,6 +180,13 @@ func (h *HostClient) read() {
 	}
 	h.mu.Unlock()
 }
+
+// inline says that responses are read by the caller that waits for one
+// rather than by a goroutine. A WASM module (GOOS=wasip1) has one thread,
+// and lathe answers each request before its write returns: a goroutine
+// that read on would find standard input empty, which on wasip1 is the end
+// of input, not a wait.
+var inline = runtime.GOOS == "wasip1"
 
 // close stops waiting for responses; the reader ends with the input.
 func (h *HostClient) close() {
@@ -204,7 +219,9 @@ func (h *HostClient) Call(ctx context.Context, method string, params, result any
 		// The reader starts with the first request: a tool that never
 		// asks leaves its input alone.
 		h.started = true
-		go h.read()
+		if !inline {
+			go h.read()
+		}
 	}
 	h.next++
 	id := strconv.FormatInt(h.next, 10)
@@ -224,6 +241,16 @@ func (h *HostClient) Call(ctx context.Context, method string, params, result any
 	if err := h.w.encode(req); err != nil {
 		forget()
 		return fmt.Errorf("host: %s: %w", method, err)
+	}
+	if inline {
+		h.readMu.Lock()
+		for len(ch) == 0 {
+			if h.readOne() != nil {
+				h.stop()
+				break
+			}
+		}
+		h.readMu.Unlock()
 	}
 	select {
 	case r, ok := <-ch:

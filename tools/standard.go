@@ -63,6 +63,11 @@ type Options struct {
 	// writes back; a larger one is refused before any of it is read. Zero
 	// means [DefaultMaxEditBytes].
 	MaxEditBytes int
+	// Workspace, when set, is the workspace the tools work in (its root
+	// must be the root Standard is given), shared with the caller, who
+	// closes it. When nil, Standard opens one of its own, which the tools
+	// hold, with a descriptor of the root, for as long as the program runs.
+	Workspace *Workspace
 }
 
 // Names of the standard tools.
@@ -97,9 +102,12 @@ func Standard(root string, opts Options) ([]tool.Tool, error) {
 	if opts.MaxEditBytes <= 0 {
 		opts.MaxEditBytes = DefaultMaxEditBytes
 	}
-	ws, err := NewWorkspace(root)
-	if err != nil {
-		return nil, fmt.Errorf("tools: %w", err)
+	ws := opts.Workspace
+	if ws == nil {
+		var err error
+		if ws, err = NewWorkspace(root); err != nil {
+			return nil, fmt.Errorf("tools: %w", err)
+		}
 	}
 	s := &set{ws: ws, opts: opts}
 	builders := []func() (tool.Tool, error){

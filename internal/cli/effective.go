@@ -301,6 +301,10 @@ func profileOf(cfg *config.Config, def tool.Definition) (profile, from, isolatio
 			return set(s.Profile, "mcp", server, "profile")
 		}
 		return general("host process: the server's command runs unconfined, with a minimal environment")
+	case def.Source == "local" && def.Runtime == "wasm":
+		// A WASM tool runs inside lathe, never as a process; a profile of
+		// its table confines only the programs it runs through the host.
+		return "", defaultOrigin, "wasm: runs inside lathe, in a WASM instance of its own per call: the workspace's files as its read and write permissions allow, no network, its memory limited"
 	case def.Source == "local":
 		if t := cfg.Tools[name]; t != nil && t.Profile != "" {
 			return set(t.Profile, "tools", name, "profile")

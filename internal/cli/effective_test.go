@@ -87,4 +87,9 @@ func TestTimeoutAndProfileOf(t *testing.T) {
 	if p, from, iso := profileOf(devCfg, tool.Definition{Name: "v", Source: "local", Runtime: "vfs"}); p != "standard" || from != "default" || iso != "sandbox" {
 		t.Errorf("a VFS tool under [sandbox] dev: profile %q (%s, %s), want standard", p, from, iso)
 	}
+	// A WASM tool is never shown as a process, whatever profile is set.
+	wasmCfg := &config.Config{Sandbox: config.Sandbox{Profile: "dev"}, Tools: map[string]*config.Tool{"w": {Profile: "standard"}}}
+	if p, _, iso := profileOf(wasmCfg, tool.Definition{Name: "w", Source: "local", Runtime: "wasm"}); p != "" || !strings.HasPrefix(iso, "wasm: runs inside lathe") {
+		t.Errorf("a WASM tool: profile %q (%s), want no profile and a WASM instance", p, iso)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lathe-tools/lathe/internal/tail"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,7 +85,7 @@ func Describe(ctx context.Context, cmd Command, opts *Options) ([]protocol.ToolS
 	}
 	ans, err := protocol.ParseSchema(res.stdout)
 	if err != nil {
-		return nil, fmt.Errorf("%w: asked for its schema, %v (%s)%s", ErrNoSchema, err, res.exitText(), stderrNote(res.stderr))
+		return nil, fmt.Errorf("%w: asked for its schema, %v (%s)%s", ErrNoSchema, err, res.exitText(), tail.StderrNote(res.stderr))
 	}
 	seen := map[string]bool{}
 	for i, t := range ans.Tools {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/lathe-tools/lathe/internal/tail"
 	"os/exec"
 	"sync"
 	"time"
@@ -35,7 +36,7 @@ func spawn(ctx context.Context, s spawnSpec) (*result, error) {
 		cmd.Stdin = bytes.NewReader(s.stdin)
 	}
 	out := &cappedBuffer{max: s.maxOut}
-	errTail := &tailBuffer{max: stderrTail}
+	errTail := &tail.Buffer{Max: tail.Kept}
 	cmd.Stdout = out
 	cmd.Stderr = errTail
 	if s.merge {
@@ -53,7 +54,7 @@ func spawn(ctx context.Context, s spawnSpec) (*result, error) {
 	out.started(p)
 	state, werr := p.Wait()
 	res.stdout, res.overflow = out.result()
-	res.stderr = errTail.bytes()
+	res.stderr = errTail.Bytes()
 	res.state = state
 	var ee *exec.ExitError
 	switch {

@@ -44,6 +44,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lathe-tools/lathe/internal/tail"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -51,7 +52,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/lathe-tools/lathe/internal/childenv"
 	"github.com/lathe-tools/lathe/runtime/process/protocol"
@@ -65,13 +65,6 @@ const RuntimeName = "process"
 const (
 	DefaultMaxOutputBytes = 16 << 20
 	DefaultGracePeriod    = 2 * time.Second
-)
-
-// stderrTail is how much of the end of standard error a call keeps, and
-// stderrShown how much of it a failure shows.
-const (
-	stderrTail  = 8 << 10
-	stderrShown = 2 << 10
 )
 
 // DefaultEnv returns the names of the variables every tool's process
@@ -459,13 +452,13 @@ func (r *Runtime) protocolOutcome(def *tool.Definition, res *result) (*tool.Outc
 	}
 	if err != nil {
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "decode",
-			Message: "the tool's answer breaks protocol v1: " + err.Error() + stderrNote(res.stderr)}
+			Message: "the tool's answer breaks protocol v1: " + err.Error() + tail.StderrNote(res.stderr)}
 	}
 	if res.state.Success() {
-		return &tool.Outcome{Result: tool.TextResult(text(res.stdout))}, nil
+		return &tool.Outcome{Result: tool.TextResult(tail.Text(res.stdout))}, nil
 	}
 	return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
-		Message: "the tool ended (" + res.exitText() + ") without an answer" + stderrNote(res.stderr)}
+		Message: "the tool ended (" + res.exitText() + ") without an answer" + tail.StderrNote(res.stderr)}
 }
 
 // plainOutcome reads the output of a command-line program: its standard
@@ -480,53 +473,20 @@ func (r *Runtime) plainOutcome(def *tool.Definition, res *result) (*tool.Outcome
 		}
 	}
 	if res.state.Success() {
-		return &tool.Outcome{Result: tool.TextResult(text(res.stdout))}, nil
+		return &tool.Outcome{Result: tool.TextResult(tail.Text(res.stdout))}, nil
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "the command failed (%s)", res.exitText())
-	if out := strings.TrimRight(text(res.stdout), "\n"); out != "" && r.opts.MergeStderr {
+	if out := strings.TrimRight(tail.Text(res.stdout), "\n"); out != "" && r.opts.MergeStderr {
 		b.WriteString("\noutput:\n")
 		b.WriteString(out)
 	} else if out != "" {
 		b.WriteString("\nstdout:\n")
-		b.WriteString(lastBytes(out, stderrShown))
+		b.WriteString(tail.Last(out, tail.Shown))
 	}
-	b.WriteString(stderrNote(res.stderr))
+	b.WriteString(tail.StderrNote(res.stderr))
 	return &tool.Outcome{Result: &tool.Result{
 		Content: []tool.Content{{Type: tool.ContentText, Text: b.String()}},
 		IsError: true, ErrorKind: tool.KindToolError,
 	}}, nil
-}
-
-// text turns output into valid UTF-8 text.
-func text(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
-}
-
-// stderrNote renders the tail of standard error for a failure message.
-func stderrNote(stderr []byte) string {
-	s := strings.TrimRight(text(stderr), "\n")
-	if s == "" {
-		return ""
-	}
-	return "\nstderr:\n" + lastBytes(s, stderrShown)
-}
-
-// lastBytes returns the end of s, at most n bytes, starting at a line if it
-// can and at a rune in any case.
-func lastBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := len(s) - n
-	if i := strings.IndexByte(s[cut:], '\n'); i >= 0 && i < n/2 {
-		cut += i + 1
-	}
-	for cut < len(s) && !utf8.RuneStart(s[cut]) {
-		cut++
-	}
-	return "…" + s[cut:]
 }

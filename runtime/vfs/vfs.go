@@ -46,6 +46,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lathe-tools/lathe/internal/tail"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -54,7 +55,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/host/scope"
@@ -84,13 +84,6 @@ const (
 	// uses, RLIMIT_AS counts it, and under 1 GiB such a program now and
 	// then fails to start a thread.
 	DefaultMemory = 4 << 30
-)
-
-// stderrTail is how much of the end of standard error a call keeps, and
-// stderrShown how much of it a failure shows.
-const (
-	stderrTail  = 8 << 10
-	stderrShown = 2 << 10
 )
 
 // Options configure a [Runtime]. The zero value is ready to use.
@@ -417,7 +410,7 @@ func Describe(ctx context.Context, cmd process.Command, opts Options) ([]protoco
 	}
 	ans, err := protocol.ParseSchema(res.rest)
 	if err != nil {
-		return nil, fmt.Errorf("%w: asked for its schema, %v (%s)%s", process.ErrNoSchema, err, res.exitText(), stderrNote(res.stderr))
+		return nil, fmt.Errorf("%w: asked for its schema, %v (%s)%s", process.ErrNoSchema, err, res.exitText(), tail.StderrNote(res.stderr))
 	}
 	seen := map[string]bool{}
 	for i, t := range ans.Tools {
@@ -522,7 +515,7 @@ func (r *Runtime) run(ctx context.Context, def *tool.Definition, req []byte, h *
 		return nil, fail(def, "start", "cannot start the tool", err)
 	}
 	c := newConn(callCtx, sess, inW, r.opts)
-	errTail := &tailBuffer{max: stderrTail}
+	errTail := &tail.Buffer{Max: tail.Kept}
 	cmd := &exec.Cmd{Path: r.path, Args: r.argv, Stdin: inR, Stdout: c, Stderr: errTail}
 	p, err := process.Start(callCtx, cmd, process.StartOptions{GracePeriod: r.opts.GracePeriod, Sandbox: r.sandbox})
 	inR.Close()
@@ -539,7 +532,7 @@ func (r *Runtime) run(ctx context.Context, def *tool.Definition, req []byte, h *
 	c.flush()
 	c.end()
 
-	res := &result{rest: c.rest, answer: c.answer, stderr: errTail.bytes(), state: state}
+	res := &result{rest: c.rest, answer: c.answer, stderr: errTail.Bytes(), state: state}
 	if len(res.stderr) > 0 {
 		r.log(ctx, def, res)
 	}
@@ -551,7 +544,7 @@ func (r *Runtime) run(ctx context.Context, def *tool.Definition, req []byte, h *
 		return nil, ctx.Err()
 	case c.failure != nil:
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
-			Message: c.failure.Error() + " and the tool was stopped" + stderrNote(res.stderr), Err: c.failure}
+			Message: c.failure.Error() + " and the tool was stopped" + tail.StderrNote(res.stderr), Err: c.failure}
 	case callCtx.Err() != nil:
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
 			Message: "the runtime was closed while the tool ran"}
@@ -589,63 +582,13 @@ func (res *result) outcome(def *tool.Definition) (*tool.Outcome, error) {
 	}
 	if err != nil {
 		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "decode",
-			Message: "the tool's answer breaks protocol v1: " + err.Error() + stderrNote(res.stderr)}
+			Message: "the tool's answer breaks protocol v1: " + err.Error() + tail.StderrNote(res.stderr)}
 	}
 	if res.state != nil && res.state.Success() {
-		return &tool.Outcome{Result: tool.TextResult(text(out))}, nil
+		return &tool.Outcome{Result: tool.TextResult(tail.Text(out))}, nil
 	}
 	return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
-		Message: "the tool ended (" + res.exitText() + ") without an answer" + stderrNote(res.stderr)}
-}
-
-// text turns output into valid UTF-8 text.
-func text(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
-}
-
-// stderrNote renders the tail of standard error for a failure message.
-func stderrNote(stderr []byte) string {
-	s := strings.TrimRight(text(stderr), "\n")
-	if s == "" {
-		return ""
-	}
-	if len(s) > stderrShown {
-		cut := len(s) - stderrShown
-		for cut < len(s) && !utf8.RuneStart(s[cut]) {
-			cut++
-		}
-		s = "…" + s[cut:]
-	}
-	return "\nstderr:\n" + s
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (w *tailBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	if len(w.buf) > 2*w.max {
-		w.buf = append(w.buf[:0], w.buf[len(w.buf)-w.max:]...)
-	}
-	return len(p), nil
-}
-
-func (w *tailBuffer) bytes() []byte {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.buf) > w.max {
-		return w.buf[len(w.buf)-w.max:]
-	}
-	return w.buf
+		Message: "the tool ended (" + res.exitText() + ") without an answer" + tail.StderrNote(res.stderr)}
 }
 
 // marshal encodes v for the wire, without escaping HTML.
