@@ -78,7 +78,11 @@ func Eval(ctx context.Context, code string, opts EvalOptions) (json.RawMessage, 
 		}
 	}
 	list, _ := json.Marshal(names)
-	if _, err := vm.Eval(evalPrelude, quickjs.EvalGlobal); err != nil {
+	pre, err := compiled(&scriptPrelude, evalPrelude)
+	if err != nil {
+		return nil, fail(err.Error())
+	}
+	if _, err := vm.EvalBytecode(pre); err != nil {
 		return nil, fail("the prelude failed: " + err.Error())
 	}
 	if _, err := vm.Call("__lathe_bindings", string(list)); err != nil {
