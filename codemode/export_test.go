@@ -15,6 +15,9 @@ type GoScript func(ctx context.Context, tools map[string]Func, console func(leve
 // NewGo returns run_code whose scripts are ignored and f run instead.
 func NewGo(e *lathe.Engine, opts Options, f GoScript) tool.Tool {
 	t := New(e, opts)
+	// A description of its own, so that the loader's Watch, which keeps
+	// only the run_code it registered current, leaves this one alone.
+	t.Definition.Description += "\n(The script is Go, for a test.)"
 	t.Runtime.(*runtime).eval = func(ctx context.Context, s *script) (json.RawMessage, error) {
 		return f(ctx, s.Bindings["tools"], s.Console)
 	}

@@ -14,32 +14,51 @@ import (
 // then adjusted by the configuration), and opts the options it was made
 // with. The list is replaced within whatever the description became, so a
 // configured description that quotes the tool's own ({description}) keeps
-// its words. cancel stops it; the engine's Close stops it too.
+// its words. Watch updates only the definition it knows: once run_code's
+// description is one it did not put there (someone registered another
+// run_code), it stops. cancel stops it; the engine's Close stops it too.
 func Watch(e *lathe.Engine, t tool.Tool, opts Options) (cancel func()) {
 	opts = opts.withDefaults()
 	var mu sync.Mutex
 	listed := Listing(e.Tools(), opts.MaxListed)
-	return e.Subscribe(func(ev lathe.Event) {
+	known := t.Definition.Description
+	stopped := false
+	var stop func()
+	// Held until stop is set, so that an event delivered at once finds it.
+	mu.Lock()
+	defer mu.Unlock()
+	stop = e.Subscribe(func(ev lathe.Event) {
 		if onlyRunCode(ev.Added) && onlyRunCode(ev.Removed) {
-			// The change this function made itself.
+			// A change of run_code alone changes no other tool's line.
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		cur, ok := e.Lookup(Name)
-		if !ok {
+		if stopped || !ok {
+			return
+		}
+		if cur.Description != known || !strings.Contains(cur.Description, listed) {
+			stopped = true
+			stop()
 			return
 		}
 		next := Listing(e.Tools(), opts.MaxListed)
-		if next == listed || !strings.Contains(cur.Description, listed) {
+		if next == listed {
 			return
 		}
 		t.Definition = cur
 		t.Definition.Description = strings.Replace(cur.Description, listed, next, 1)
 		if e.Replace([]string{Name}, t) == nil {
-			listed = next
+			listed, known = next, t.Definition.Description
 		}
 	}, lathe.EventToolsChanged)
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		stop()
+	}
 }
 
 func onlyRunCode(names []string) bool {
