@@ -215,3 +215,16 @@ func TestScriptSyntaxError(t *testing.T) {
 		t.Errorf("syntax error: %+v", out.Result)
 	}
 }
+
+// TestScriptErrorLine: a JavaScript script that throws is reported with the
+// script's own line.
+func TestScriptErrorLine(t *testing.T) {
+	w := open(t, nil, codemode.Options{}, nil, nil)
+	args, _ := json.Marshal(map[string]string{"language": "javascript", "code": "// A comment,\n// and another.\n\n\nconst a = 1;\n\nnull.boom;"})
+	ctx, cancel := context.WithTimeout(policy.WithPerson(context.Background(), "test"), 20*time.Second)
+	defer cancel()
+	out := w.Engine.Call(ctx, &tool.Call{Name: codemode.Name, Arguments: args})
+	if out.Err() == nil || !strings.Contains(out.Result.Text(), ":7:") {
+		t.Errorf("a throw on line 7: %q, want the line named", out.Result.Text())
+	}
+}

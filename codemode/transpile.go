@@ -10,9 +10,9 @@ import (
 // transpile turns a script into the JavaScript the engine runs. A script is
 // one file with no imports (there is nothing to import: tools come as the
 // tools global), so esbuild's Transform of the one file is all it takes;
-// TypeScript loses its types, JavaScript passes through esbuild too, so
-// that a syntax error is reported the same way, with its line, before
-// anything runs.
+// TypeScript loses its types. JavaScript is checked by esbuild too, so that
+// a syntax error is reported the same way, with its line, before anything
+// runs.
 func transpile(code, language string) (string, error) {
 	loader := api.LoaderTS
 	switch language {
@@ -47,6 +47,12 @@ func transpile(code, language string) (string, error) {
 			b.WriteString(m.Text)
 		}
 		return "", fmt.Errorf("%s", b.String())
+	}
+	if loader == api.LoaderJS {
+		// JavaScript runs as it was written, so that the line and column
+		// of a runtime error are the script's own; esbuild only checked
+		// it.
+		return code, nil
 	}
 	return string(res.Code) + "return await " + scriptName + "();\n", nil
 }
