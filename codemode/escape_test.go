@@ -355,3 +355,26 @@ func TestNestedQuestion(t *testing.T) {
 		t.Errorf("the question's call: %v, want an error naming the question", caught)
 	}
 }
+
+// TestConfiguredLimits: [tools.run_code.options] sets the limits (here
+// max_calls), and a bad value is an error naming the file's line.
+func TestConfiguredLimits(t *testing.T) {
+	w := open(t, map[string]string{"a.txt": "x\n",
+		"lathe.toml": "[tools.run_code.options]\nmax_calls = 2\n" + rule("run_code", "allow")}, codemode.Options{}, nil, nil)
+	var got []string
+	value(t, script(t, w, `const r: string[] = [];
+for (let i = 0; i < 3; i++) { try { await tools.read_file({path: "a.txt"}); r.push("ok"); } catch (e) { r.push(e.message.slice(0, 30)); } }
+return r;`), &got)
+	if len(got) != 3 || got[0] != "ok" || got[1] != "ok" || !strings.Contains(got[2], "too many tool calls") {
+		t.Errorf("with max_calls = 2: %q", got)
+	}
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws")
+	os.MkdirAll(ws, 0o755)
+	os.WriteFile(filepath.Join(ws, "lathe.toml"), []byte("\n[tools.run_code.options]\nmax_calls = \"lots\"\n"), 0o644)
+	_, err := load.Open(context.Background(), load.Options{Dir: ws,
+		Trust: func(context.Context, load.Untrusted) (bool, error) { return true, nil }})
+	if err == nil || !strings.Contains(err.Error(), "lathe.toml:2") || !strings.Contains(err.Error(), "max_calls") {
+		t.Errorf("a bad max_calls: %v, want an error naming lathe.toml:2 and max_calls", err)
+	}
+}
