@@ -245,7 +245,10 @@ func (c *ToolCache) store(s *server, tools []upTool) error {
 	return statedir.WriteFile(filepath.Join(c.dir, file), b)
 }
 
-// Clear removes every cached tool list and returns how many it removed.
+// Clear removes every cached tool list, and the catalog kept beside it,
+// and returns how many servers' lists it removed.
 func (c *ToolCache) Clear() (int, error) {
-	return statedir.ClearJSON(c.dir, ".record-")
+	catalogs, _ := filepath.Glob(filepath.Join(c.dir, "*.surface.json"))
+	n, err := statedir.ClearJSON(c.dir, ".record-")
+	return max(0, n-len(catalogs)), err
 }
