@@ -75,7 +75,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 				if r.Incomplete {
 					outcome = "incomplete"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.Time.Local().Format(time.DateTime), r.Tool,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.Time.Local().Format(time.DateTime), auditSubject(r),
 					dash(r.Decision), dash(r.DecidedBy), outcome, r.Duration.Round(time.Millisecond),
 					r.ArgsBytes, r.ResultBytes, shorten(r.Arguments, 60))
 				writeOperations(tw, r)
@@ -356,4 +356,14 @@ func shorten(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// auditSubject is what a record is of: a call's tool, or, for a client's
+// resource read or prompt get through lathe serve, the kind, the upstream
+// server and the URI or prompt name, as in "resource_read ev:test://a".
+func auditSubject(r audit.Record) string {
+	if r.Kind == "" {
+		return r.Tool
+	}
+	return r.Kind + " " + dash(r.Server) + ":" + r.Tool
 }
