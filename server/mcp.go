@@ -85,6 +85,11 @@ type Options struct {
 	Upstream *mcp.Pool
 	// Tasks bound what the server keeps for MCP tasks (see tasks.go).
 	Tasks TaskOptions
+	// Audit, if set, records each resource read and prompt get of a
+	// client ([Access]): it is called before the request goes upstream,
+	// which it does not when Audit fails, and the function it returns is
+	// called with how the request ended.
+	Audit func(ctx context.Context, a *Access) (end func(AccessEnd), err error)
 }
 
 // Server serves an engine's tools over MCP.

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,14 +14,15 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lathe-tools/lathe/audit"
 	"github.com/lathe-tools/lathe/internal/mcptest"
 )
 
 // lazyWorkspace writes a workspace with two upstream servers, a and b,
 // each run through a shell that appends a line to its own file when it
 // starts, and returns the workspace and a function that counts a server's
-// starts. b keeps its resources from clients, so that a alone backs them.
-func lazyWorkspace(t *testing.T) (ws string, starts func(name string) int) {
+// starts. bExtra is more of b's table.
+func lazyWorkspace(t *testing.T, bExtra string) (ws string, starts func(name string) int) {
 	t.Helper()
 	argv := mcptest.Everything(t)
 	ws = t.TempDir()
@@ -37,7 +39,7 @@ func lazyWorkspace(t *testing.T) (ws string, starts func(name string) int) {
 		return "[mcp." + name + "]\ncommand = [" + strings.Join(q, ", ") + "]\n" +
 			"env = { LATHE_TEST_STARTS = " + strconv.Quote(filepath.Join(logs, name)) + " }\n" + extra + "\n"
 	}
-	conf := server("a", "") + server("b", "prefix = \"b_\"\nresources = false\n")
+	conf := server("a", "") + server("b", "prefix = \"b_\"\n"+bExtra)
 	if err := os.WriteFile(filepath.Join(ws, "lathe.toml"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,8 @@ func lazyWorkspace(t *testing.T) (ws string, starts func(name string) int) {
 // upstream server; a resource read starts the one server that holds it,
 // and no other.
 func TestServeStartsUpstreamsLazily(t *testing.T) {
-	ws, starts := lazyWorkspace(t)
+	// b keeps its resources from clients, so that a alone backs them.
+	ws, starts := lazyWorkspace(t, "resources = false\n")
 	var out, errb bytes.Buffer
 	if code := Run(context.Background(), []string{"--workspace", ws, "list"},
 		Streams{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
@@ -77,16 +80,7 @@ func TestServeStartsUpstreamsLazily(t *testing.T) {
 		t.Fatalf("lathe list with cold caches: a started %d times, b %d, want once each", starts("a"), starts("b"))
 	}
 
-	url, stderr := startServeIn(t, ws, "--http", "127.0.0.1:0")
-	m := regexp.MustCompile(`Authorization: Bearer (\w+)`).FindStringSubmatch(stderr)
-	if m == nil {
-		t.Fatalf("no token printed: %s", stderr)
-	}
-	cs, err := connectHTTP(t, url, "Bearer "+m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := serveClient(t, ws)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	caps := cs.InitializeResult().Capabilities
@@ -132,5 +126,124 @@ func TestServeStartsUpstreamsLazily(t *testing.T) {
 	}
 	if starts("a") != 2 || starts("b") != 1 {
 		t.Fatalf("a resource read of a's started a %d times and b %d, want a once more and b not", starts("a"), starts("b"))
+	}
+}
+
+// serveClient starts lathe serve --http in ws and connects a client to it.
+func serveClient(t *testing.T, ws string) *sdk.ClientSession {
+	t.Helper()
+	url, stderr := startServeIn(t, ws, "--http", "127.0.0.1:0")
+	m := regexp.MustCompile(`Authorization: Bearer (\w+)`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no token printed: %s", stderr)
+	}
+	cs, err := connectHTTP(t, url, "Bearer "+m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// auditRecords returns the workspace's audit log as lathe audit --json
+// shows it.
+func auditRecords(t *testing.T, ws string) []audit.Record {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), []string{"--workspace", ws, "audit", "--json"},
+		Streams{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
+		t.Fatalf("audit: %d: %s", code, errb.String())
+	}
+	var recs []audit.Record
+	if err := json.Unmarshal(out.Bytes(), &recs); err != nil {
+		t.Fatalf("audit --json: %v: %s", err, out.String())
+	}
+	return recs
+}
+
+// TestServeAuditsReadsAndGets: a resource read and a prompt get through
+// lathe serve --http are in the audit log, with the session and the
+// server; lathe audit shows them.
+func TestServeAuditsReadsAndGets(t *testing.T) {
+	ws, _ := lazyWorkspace(t, "resources = false\n")
+	cs := serveClient(t, ws)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var uri string
+	for r, err := range cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		uri = r.URI
+		break
+	}
+	if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri}); err != nil {
+		t.Fatalf("read %s: %v", uri, err)
+	}
+	if _, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "b_simple-prompt"}); err != nil {
+		t.Fatalf("prompt: %v", err)
+	}
+	var read, got bool
+	for _, r := range auditRecords(t, ws) {
+		switch {
+		case r.Kind == audit.KindResourceRead && r.Tool == uri:
+			read = r.Server == "a" && r.Outcome == "ok" && r.Session != "" && r.ResultBytes > 0 && !r.Incomplete
+			if !read {
+				t.Errorf("the read's record: %+v", r)
+			}
+		case r.Kind == audit.KindPromptGet && r.Tool == "b_simple-prompt":
+			got = r.Server == "b" && r.Outcome == "ok" && r.Session != ""
+			if !got {
+				t.Errorf("the prompt's record: %+v", r)
+			}
+		}
+	}
+	if !read || !got {
+		t.Fatalf("records of the read (%v) and the get (%v) missing", read, got)
+	}
+	var out, errb bytes.Buffer
+	Run(context.Background(), []string{"--workspace", ws, "audit"}, Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	if !strings.Contains(out.String(), "resource_read a:"+uri) {
+		t.Errorf("lathe audit does not show the read:\n%s", out.String())
+	}
+}
+
+// TestServeAuditsDeniedRead: a URI both upstream servers list is read
+// from neither, and the refusal is in the audit log as denied. The
+// control: with one server offering its resources, that URI is read.
+func TestServeAuditsDeniedRead(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	alone, _ := lazyWorkspace(t, "resources = false\n")
+	cs := serveClient(t, alone)
+	var uri string
+	for r, err := range cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		uri = r.URI
+		break
+	}
+	if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri}); err != nil {
+		t.Fatalf("control: read of %q from one server: %v", uri, err)
+	}
+
+	ws, _ := lazyWorkspace(t, "")
+	cs = serveClient(t, ws)
+	_, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+	if err == nil || !strings.Contains(err.Error(), "several servers") {
+		t.Fatalf("read of a URI two servers list: %v, want a refusal", err)
+	}
+	found := false
+	for _, r := range auditRecords(t, ws) {
+		if r.Kind == audit.KindResourceRead && r.Tool == uri {
+			found = true
+			if r.Outcome != "denied" || r.Decision != "deny" || !strings.Contains(r.Reason, "several servers") || r.Incomplete {
+				t.Errorf("the denied read's record: %+v", r)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("the denied read is not in the audit log")
 	}
 }

@@ -447,3 +447,25 @@ func (s *server) resume(sess *session) {
 	p.notify(Notice{Kind: NoticeResourcesChanged, Server: s.cfg.Name})
 	p.notify(Notice{Kind: NoticePromptsChanged, Server: s.cfg.Name})
 }
+
+// ResourceServer names the server a read of uri goes to, as
+// [Pool.ReadResource] would route it. The error says why no server would
+// serve it; when several could, [ErrAmbiguous] is in its chain.
+func (p *Pool) ResourceServer(uri string) (string, error) {
+	s, err := p.resourceServer(uri)
+	if err != nil {
+		return "", err
+	}
+	return s.cfg.Name, nil
+}
+
+// PromptServer names the server a prompt, named as the pool serves it,
+// goes to; "" when no server offers it.
+func (p *Pool) PromptServer(name string) string {
+	p.surf.mu.Lock()
+	defer p.surf.mu.Unlock()
+	if r, ok := p.surf.prompts[name]; ok {
+		return r.srv.cfg.Name
+	}
+	return ""
+}
