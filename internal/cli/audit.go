@@ -37,7 +37,9 @@ func newAuditCmd(g *globals) *cobra.Command {
 			"With --operations, each call is followed by what its tool asked lathe's host for (files read and\n" +
 			"written, URLs fetched, commands run, variables read), one line each: the operation, what the\n" +
 			"policy said and who decided, whether it failed, how long it took, the bytes it moved, and its\n" +
-			"subject, secrets redacted.",
+			"subject, secrets redacted.\n\n" +
+			"The resource reads and prompt gets of lathe serve's clients are in the log too, shown as\n" +
+			"resource_read SERVER:URI or prompt_get SERVER:NAME, with the client's session in --json.",
 		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkAuditFilter(&f); err != nil {
