@@ -26,7 +26,8 @@
 // Given the engine's pool of upstream servers ([Options].Upstream), the
 // server also offers their resources, resource templates and
 // subscriptions, prompts, completion and logging, each declared only when
-// an upstream server declares it.
+// an upstream server declares it. Each resource read and prompt get of a
+// client goes to [Options].Audit, as an [Access].
 package server
 
 import (

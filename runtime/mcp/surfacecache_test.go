@@ -34,7 +34,19 @@ func TestCachedCatalogStartsNoServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
+	// A resource the server offers after its catalog was cached: the
+	// cache does not list it until the server has started.
+	u.srv.AddResource(&sdk.Resource{URI: "test://new", Name: "new"},
+		func(context.Context, *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+			return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: "test://new", Text: "new"}}}, nil
+		})
 	_, p2 := openCached(t, u, dir, mcp.Options{})
+	changed := make(chan struct{}, 10)
+	defer p2.Watch(func(n mcp.Notice) {
+		if n.Kind == mcp.NoticeResourcesChanged {
+			changed <- struct{}{}
+		}
+	})()
 	f := p2.Features(ctx)
 	cat := p2.Catalog(ctx)
 	if !f.Resources || !f.Prompts || len(cat.Resources) != 1 || cat.Resources[0].URI != "test://doc" ||
@@ -48,7 +60,22 @@ func TestCachedCatalogStartsNoServer(t *testing.T) {
 	if err != nil || len(r.Contents) != 1 || r.Contents[0].Text != "the doc" || u.inits.Load() != 2 {
 		t.Fatalf("read: %+v %v after %d sessions, want the server started once more", r, err, u.inits.Load())
 	}
+	// Started, the server is listed anew: the watchers (lathe serve, which
+	// then sends its clients list_changed) hear of it.
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no NoticeResourcesChanged within 10s of a start from the cached catalog")
+	}
+	if cat := p2.Catalog(ctx); len(cat.Resources) != 2 {
+		t.Fatalf("catalog once started: %v, want the server's two resources", cat.Resources)
+	}
 	p2.Close()
+	_, p4 := openCached(t, u, dir, mcp.Options{})
+	if cat := p4.Catalog(ctx); len(cat.Resources) != 2 || u.inits.Load() != 2 {
+		t.Fatalf("the cache after the server was listed anew: %v after %d sessions, want two resources and no start", cat.Resources, u.inits.Load())
+	}
+	p4.Close()
 
 	files, _ := filepath.Glob(filepath.Join(dir, "*.surface.json"))
 	if len(files) != 1 {
