@@ -85,6 +85,12 @@ type Record struct {
 	// OperationsDropped counts the operations the engine did not keep
 	// (past [lathe.MaxOperations]).
 	OperationsDropped int `json:"operations_dropped,omitempty"`
+	// Kind is "" for a call, else [KindResourceRead] or [KindPromptGet]:
+	// then Tool is the URI or the prompt's name, Session the client's
+	// session and Server the upstream server (see [Store.StartAccess]).
+	Kind    string `json:"kind,omitempty"`
+	Session string `json:"session,omitempty"`
+	Server  string `json:"server,omitempty"`
 }
 
 // Store is an open audit database. Its methods are safe for concurrent use.
@@ -257,6 +263,10 @@ func newWriter(wdb *sql.DB) (*writer, error) {
 		return nil, err
 	}
 	if err := w.ops.prepare(ctx, conn); err != nil {
+		w.close()
+		return nil, err
+	}
+	if err := migrateAccess(ctx, conn); err != nil {
 		w.close()
 		return nil, err
 	}
@@ -504,7 +514,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 		args = append(args, f.Since.UnixNano())
 	}
 	q := `SELECT id, call_id, parent, time_ns, tool, arguments, decision, decided_by, reason, status, outcome, duration_ns,
-		args_bytes, result_bytes, pid, operations_dropped FROM calls`
+		args_bytes, result_bytes, pid, operations_dropped, kind, session, server FROM calls`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -525,7 +535,8 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 		var r Record
 		var t, d int64
 		if err := rows.Scan(&r.ID, &r.CallID, &r.Parent, &t, &r.Tool, &r.Arguments, &r.Decision, &r.DecidedBy, &r.Reason,
-			&r.Status, &r.Outcome, &d, &r.ArgsBytes, &r.ResultBytes, &r.PID, &r.OperationsDropped); err != nil {
+			&r.Status, &r.Outcome, &d, &r.ArgsBytes, &r.ResultBytes, &r.PID, &r.OperationsDropped,
+			&r.Kind, &r.Session, &r.Server); err != nil {
 			return nil, fmt.Errorf("audit: %w", err)
 		}
 		r.Time = time.Unix(0, t).UTC()

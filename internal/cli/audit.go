@@ -37,7 +37,9 @@ func newAuditCmd(g *globals) *cobra.Command {
 			"With --operations, each call is followed by what its tool asked lathe's host for (files read and\n" +
 			"written, URLs fetched, commands run, variables read), one line each: the operation, what the\n" +
 			"policy said and who decided, whether it failed, how long it took, the bytes it moved, and its\n" +
-			"subject, secrets redacted.",
+			"subject, secrets redacted.\n\n" +
+			"The resource reads and prompt gets of lathe serve's clients are in the log too, shown as\n" +
+			"resource_read SERVER:URI or prompt_get SERVER:NAME, with the client's session in --json.",
 		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkAuditFilter(&f); err != nil {
@@ -77,7 +79,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 				}
 				// A call another call made (a run_code script's) is marked
 				// as its child.
-				name := r.Tool
+				name := auditSubject(r)
 				if r.Parent != 0 {
 					name = "└ " + name
 				}
@@ -367,4 +369,14 @@ func shorten(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// auditSubject is what a record is of: a call's tool, or, for a client's
+// resource read or prompt get through lathe serve, the kind, the upstream
+// server and the URI or prompt name, as in "resource_read ev:test://a".
+func auditSubject(r audit.Record) string {
+	if r.Kind == "" {
+		return r.Tool
+	}
+	return r.Kind + " " + dash(r.Server) + ":" + r.Tool
 }
