@@ -33,6 +33,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/policy"
@@ -240,14 +241,14 @@ func (ru *run) call(ctx context.Context, name string, arg json.RawMessage) (json
 	if ctx != nil {
 		defer context.AfterFunc(ctx, cancel)()
 	}
-	if n := ru.calls.Add(1); n > int64(ru.r.opts.MaxCalls) {
+	n := ru.calls.Add(1)
+	if n > int64(ru.r.opts.MaxCalls) {
 		return nil, scriptError(tool.KindDenied, fmt.Sprintf("%s: a script may make %d (this is call %d)",
 			errTooMany, ru.r.opts.MaxCalls, n))
 	}
 	if len(arg) == 0 || string(arg) == "null" || string(arg) == "undefined" {
 		arg = json.RawMessage("{}")
 	}
-	n := ru.calls.Load()
 	id := fmt.Sprintf("%s/%d", ru.callID, n)
 	if ru.callID == "" {
 		id = fmt.Sprintf("%s/%d", Name, n)
@@ -298,13 +299,17 @@ func (ru *run) outcome(value json.RawMessage, err error) *tool.Outcome {
 	}
 	v := string(value)
 	if v == "" {
-		v = "undefined"
+		v = "null"
 	}
 	room := ru.r.opts.MaxOutput - ru.out.Len()
 	if room < 256 {
 		room = 256
 	}
 	if len(v) > room {
+		// Cut at a character's start, so that the text stays UTF-8.
+		for room > 0 && !utf8.RuneStart(v[room]) {
+			room--
+		}
 		v = v[:room] + fmt.Sprintf("… (cut: the value is %d bytes; the limit is %d)", len(value), ru.r.opts.MaxOutput)
 	}
 	b.WriteString(v)
