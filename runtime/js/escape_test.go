@@ -72,11 +72,18 @@ func TestInfiniteLoops(t *testing.T) {
 		"recursion":   `const f = () => { try { f(); } catch (e) {} f(); }; f();`,
 	} {
 		t.Run(name, func(t *testing.T) {
+			if name == "recursion" && raceEnabled {
+				// The call still ends at its deadline, but the engine
+				// goes on for minutes under the race detector before it
+				// sees the interrupt, burning a core the other tests
+				// need; the run without it covers the case.
+				t.Skip("the race detector slows the engine's stack traces too much for this case")
+			}
 			tl := newTool(t, "loop", `{ async execute() { `+body+` } }`, "", host.Permissions{})
 			start := time.Now()
 			out := call(t, tl, map[string]any{}, 300*time.Millisecond)
-			if d := time.Since(start); d > 10*time.Second {
-				t.Errorf("the call returned %s after its deadline of 300ms", d)
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("the call returned %s after it started, with a deadline of 300ms", d)
 			}
 			if out.Result == nil || !out.Result.IsError {
 				t.Fatalf("the loop ended with %q, want an error", textOf(out))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lathe-tools/lathe/tool"
 	"modernc.org/quickjs"
@@ -44,6 +45,31 @@ type EvalOptions struct {
 // whose promise can never settle, with kind runtime_failure; one stopped by
 // ctx with ctx's error.
 func Eval(ctx context.Context, code string, opts EvalOptions) (json.RawMessage, error) {
+	type answer struct {
+		res json.RawMessage
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := eval(ctx, code, opts)
+		done <- answer{res, err}
+	}()
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-ctx.Done():
+	}
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-time.After(stopGrace):
+		// The engine stops on its own goroutine once it sees the
+		// interrupt; no binding runs after ctx has ended.
+		return nil, ctx.Err()
+	}
+}
+
+func eval(ctx context.Context, code string, opts EvalOptions) (json.RawMessage, error) {
 	if opts.MemoryLimit <= 0 {
 		opts.MemoryLimit = DefaultMemoryLimit
 	}

@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/internal/tail"
@@ -267,15 +268,30 @@ func New(code []byte, opts Options) (*Runtime, error) {
 // Cooperative reports true: Execute returns once its context ends.
 func (r *Runtime) Cooperative() bool { return true }
 
-// Close stops the calls running and refuses new ones.
+// Close stops the calls running and refuses new ones. It waits for their
+// engines to stop, but not past closeWait: an engine still busy then (one
+// unwinding a deep recursion before it sees the interrupt) stops and is
+// freed on its own goroutine, with its host session already ended.
 func (r *Runtime) Close() error {
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
 	r.stop()
-	r.wg.Wait()
+	stopped := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(closeWait):
+		r.opts.Logger.Warn("js: an engine had not stopped when its runtime closed; it stops on its own", "file", r.opts.File)
+	}
 	return nil
 }
+
+// closeWait bounds how long Close waits for the engines of running calls.
+const closeWait = 2 * time.Second
 
 // call is the state of one call, shared with the functions the engine calls
 // back.
@@ -304,13 +320,50 @@ func (r *Runtime) Execute(ctx context.Context, def *tool.Definition, tc *tool.Ca
 	}
 	r.wg.Add(1)
 	r.mu.Unlock()
-	defer r.wg.Done()
 
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stopClosing := context.AfterFunc(r.closing, cancel)
 	defer stopClosing()
 
+	type answer struct {
+		out *tool.Outcome
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		defer r.wg.Done()
+		out, err := r.run(ctx, callCtx, def, tc)
+		done <- answer{out, err}
+	}()
+	select {
+	case a := <-done:
+		return a.out, a.err
+	case <-callCtx.Done():
+	}
+	select {
+	case a := <-done:
+		return a.out, a.err
+	case <-time.After(stopGrace):
+		// The engine has not yet reached a point where it sees the
+		// interrupt (it may be building the stack trace of a deep
+		// recursion's overflow). The call ends now; the engine stops on
+		// its goroutine and is closed there, and its host session is
+		// already refusing requests, since callCtx has ended.
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, r.fail(def, "execute", "the runtime was closed while the tool ran", nil)
+	}
+}
+
+// stopGrace is how long a call whose context ended waits for the engine to
+// stop before it returns without it.
+const stopGrace = 100 * time.Millisecond
+
+// run runs one call in a fresh engine; callCtx is ctx, also ended when the
+// runtime closes.
+func (r *Runtime) run(ctx, callCtx context.Context, def *tool.Definition, tc *tool.Call) (*tool.Outcome, error) {
 	vm, err := newVM(r.opts.MemoryLimit)
 	if err != nil {
 		return nil, r.fail(def, "start", err.Error(), nil)
