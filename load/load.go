@@ -111,9 +111,8 @@ type Options struct {
 	// otherwise left out, its tools unregistered. Nil registers every
 	// server's tools, starting those the cache does not hold.
 	Need []string
-	// LongLived says the engine serves for long (lathe serve): servers
-	// whose tools came from the cache are started in the background at
-	// once, rather than at their first call, and idle upstream servers
+	// LongLived says the engine serves for long (lathe serve): idle
+	// upstream servers
 	// are pinged, every ping_interval of their [mcp.NAME] table or
 	// [DefaultPingInterval], and restarted when they do not answer. A
 	// one-shot command leaves it false and pings nothing.

@@ -95,8 +95,10 @@ func (w *Workspace) loadMCP(ctx context.Context, opts *Options, known map[string
 		Logger: opts.Logger,
 		Cache:  w.toolCache(opts),
 
+		// A server whose lists are cached starts at its first use, even
+		// under lathe serve: a gateway that started every server at once
+		// would cost their memory and start-up for servers no client uses.
 		RefreshCache: opts.RefreshToolCache,
-		StartCached:  opts.LongLived,
 	}
 	if opts.Need != nil {
 		mo.Defer = func(c *mcp.Config) bool { return !w.mayHold(c, opts.Need) }

@@ -66,7 +66,7 @@ func (w *Workspace) policyStages(opts *Options) (outer, inner []lathe.Middleware
 		if err != nil {
 			return nil, nil, &ConfigError{err}
 		}
-		ls := &lazyStore{path: auditPath(cfg, w.Dir)}
+		ls := &lazyStore{path: auditPath(cfg, w.Dir), red: red}
 		w.store = ls
 		outer = append(outer, func(next lathe.Handler) lathe.Handler {
 			return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
@@ -197,6 +197,7 @@ func auditPath(cfg *config.Config, ws string) string {
 // lazyStore opens an audit store at its first use.
 type lazyStore struct {
 	path   string
+	red    *audit.Redactor // of the calls' arguments, and of reads' and gets' (access.go)
 	mu     sync.Mutex
 	s      *audit.Store
 	err    error

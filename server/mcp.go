@@ -26,7 +26,8 @@
 // Given the engine's pool of upstream servers ([Options].Upstream), the
 // server also offers their resources, resource templates and
 // subscriptions, prompts, completion and logging, each declared only when
-// an upstream server declares it.
+// an upstream server declares it. Each resource read and prompt get of a
+// client goes to [Options].Audit, as an [Access].
 package server
 
 import (
@@ -85,6 +86,11 @@ type Options struct {
 	Upstream *mcp.Pool
 	// Tasks bound what the server keeps for MCP tasks (see tasks.go).
 	Tasks TaskOptions
+	// Audit, if set, records each resource read and prompt get of a
+	// client ([Access]): it is called before the request goes upstream,
+	// which it does not when Audit fails, and the function it returns is
+	// called with how the request ended.
+	Audit func(ctx context.Context, a *Access) (end func(AccessEnd), err error)
 }
 
 // Server serves an engine's tools over MCP.
@@ -661,6 +667,7 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	if max := cmp.Or(opts.MaxSessions, DefaultMaxSessions); max > 0 {
 		h = s.limitSessions(max, h)
 	}
+	h = endWithAnswer(h)
 	h = readBody(h)
 	h = sameOrigin(h)
 	if opts.Token != "" {

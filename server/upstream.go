@@ -119,18 +119,15 @@ func (s *Server) startSurface() {
 	st.watching = map[*sdk.ServerSession]bool{}
 	s.mcp.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			switch req.(type) {
+			case *sdk.ReadResourceRequest, *sdk.GetPromptRequest:
+				// Reads and gets are actions of a client: the audit log
+				// keeps each, with the session that made it (access.go).
+				return s.audited(ctx, method, req, next)
+			}
 			res, err := next(ctx, method, req)
-			switch r := req.(type) {
-			case *sdk.ServerRequest[*sdk.SetLoggingLevelParams]:
-				if err == nil && r.Params != nil {
-					s.setLevel(ctx, r.Session, string(r.Params.Level))
-				}
-			case *sdk.ReadResourceRequest:
-				// Reads and gets are actions of a client: lathe's log
-				// keeps each, with the session that made it.
-				s.opts.Logger.Info("resource read", "session", s.sessionID(r.Session), "uri", r.Params.URI, "error", err)
-			case *sdk.GetPromptRequest:
-				s.opts.Logger.Info("prompt got", "session", s.sessionID(r.Session), "prompt", r.Params.Name, "error", err)
+			if r, ok := req.(*sdk.ServerRequest[*sdk.SetLoggingLevelParams]); ok && err == nil && r.Params != nil {
+				s.setLevel(ctx, r.Session, string(r.Params.Level))
 			}
 			return res, err
 		}

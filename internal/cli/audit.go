@@ -37,7 +37,9 @@ func newAuditCmd(g *globals) *cobra.Command {
 			"With --operations, each call is followed by what its tool asked lathe's host for (files read and\n" +
 			"written, URLs fetched, commands run, variables read), one line each: the operation, what the\n" +
 			"policy said and who decided, whether it failed, how long it took, the bytes it moved, and its\n" +
-			"subject, secrets redacted.",
+			"subject, secrets redacted.\n\n" +
+			"The resource reads and prompt gets of lathe serve's clients are in the log too, shown as\n" +
+			"resource_read SERVER:URI or prompt_get SERVER:NAME, with the client's session in --json.",
 		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkAuditFilter(&f); err != nil {
@@ -75,7 +77,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 				if r.Incomplete {
 					outcome = "incomplete"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.Time.Local().Format(time.DateTime), r.Tool,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.Time.Local().Format(time.DateTime), auditSubject(r),
 					dash(r.Decision), dash(r.DecidedBy), outcome, r.Duration.Round(time.Millisecond),
 					r.ArgsBytes, r.ResultBytes, shorten(r.Arguments, 60))
 				writeOperations(tw, r)
@@ -102,14 +104,19 @@ func newAuditCmd(g *globals) *cobra.Command {
 
 // writeOperations writes the host operations of r under its row, in the
 // same columns: the operation where the tool is, its approval and who
-// decided, "ok" or "failed", its duration, the bytes it moved, and its
+// decided, "ok", "denied" or "failed", its duration, the bytes it moved, and its
 // subject where the arguments are. Every subject is shown whole: a call's
 // arguments may be cut to fit a line, but which files a tool touched is
 // what the reader looks for.
 func writeOperations(w io.Writer, r audit.Record) {
 	for _, op := range r.Operations {
 		status := "ok"
-		if op.Error != "" {
+		switch {
+		case op.Approval == "deny":
+			// A denied operation never ran, whether or not its record
+			// carries an error.
+			status = "denied"
+		case op.Error != "":
 			status = "failed"
 		}
 		fmt.Fprintf(w, "\t  %s\t%s\t%s\t%s\t%s\t%d\t%s\n", op.Kind, dash(op.Approval), dash(op.DecidedBy), status,
@@ -356,4 +363,14 @@ func shorten(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// auditSubject is what a record is of: a call's tool, or, for a client's
+// resource read or prompt get through lathe serve, the kind, the upstream
+// server and the URI or prompt name, as in "resource_read ev:test://a".
+func auditSubject(r audit.Record) string {
+	if r.Kind == "" {
+		return r.Tool
+	}
+	return r.Kind + " " + dash(r.Server) + ":" + r.Tool
 }

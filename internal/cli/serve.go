@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lathe-tools/lathe/audit"
+	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/server"
 	"github.com/lathe-tools/lathe/tool"
 )
@@ -70,7 +72,8 @@ func newServeCmd(g *globals) *cobra.Command {
 			e := w.Engine
 			defer w.Close()
 			tuneGC() // the collector's target for a server: see gc.go
-			srv := server.New(e, server.Options{Name: "lathe", Version: version(), Upstream: w.MCP, Logger: g.logger()})
+			srv := server.New(e, server.Options{Name: "lathe", Version: version(), Upstream: w.MCP, Logger: g.logger(),
+				Audit: accessAudit(w)})
 			defer srv.Close()
 			ctx := cmd.Context()
 			if ln == nil {
@@ -165,4 +168,21 @@ func serveHTTP(ctx context.Context, g *globals, ln net.Listener, h http.Handler,
 		return err
 	}
 	return nil
+}
+
+// accessAudit records the resource reads and prompt gets of the server's
+// clients in the workspace's audit log, beside the calls.
+func accessAudit(w *load.Workspace) func(context.Context, *server.Access) (func(server.AccessEnd), error) {
+	return func(ctx context.Context, a *server.Access) (func(server.AccessEnd), error) {
+		finish, err := w.StartAccess(ctx, &audit.Access{Kind: a.Kind, Session: a.Session, Name: a.Name,
+			Arguments: a.Arguments, Server: a.Server})
+		if err != nil {
+			return nil, err
+		}
+		return func(e server.AccessEnd) {
+			// A record that cannot be finished stays started, which the
+			// log shows as incomplete, as a call's does.
+			_ = finish(audit.AccessEnd{Denied: e.Denied, Reason: e.Reason, Outcome: e.Outcome, Bytes: e.Bytes})
+		}, nil
+	}
 }

@@ -24,7 +24,10 @@ import (
 // from the cache and the server starts at the first call of one of them.
 // A server that, once started, lists other tools than the cache said has
 // its tools replaced in the engine and in the cache, as after
-// notifications/tools/list_changed.
+// notifications/tools/list_changed. Beside the tools the cache keeps what
+// the server offers besides them (its capabilities, resources, templates
+// and prompts), so that [Pool.Features] and [Pool.Catalog] start no server
+// it holds (see surfacecache.go).
 //
 // An entry is keyed by what makes the server what it is: its name,
 // command or URL, working directory, headers, Allow and Deny, the whole
@@ -245,7 +248,10 @@ func (c *ToolCache) store(s *server, tools []upTool) error {
 	return statedir.WriteFile(filepath.Join(c.dir, file), b)
 }
 
-// Clear removes every cached tool list and returns how many it removed.
+// Clear removes every cached tool list, and the catalog kept beside it,
+// and returns how many servers' lists it removed.
 func (c *ToolCache) Clear() (int, error) {
-	return statedir.ClearJSON(c.dir, ".record-")
+	catalogs, _ := filepath.Glob(filepath.Join(c.dir, "*.surface.json"))
+	n, err := statedir.ClearJSON(c.dir, ".record-")
+	return max(0, n-len(catalogs)), err
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,7 +92,9 @@ func openCached(t *testing.T, u *upstream, dir string, opts mcp.Options) (*lathe
 // cacheFile returns the one file the cache in dir holds.
 func cacheFile(t *testing.T, dir string) string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	all, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	// A server's catalog is kept beside its tools (surfacecache.go).
+	m := slices.DeleteFunc(all, func(f string) bool { return strings.HasSuffix(f, ".surface.json") })
 	if err != nil || len(m) != 1 {
 		t.Fatalf("cache files in %s: %v %v", dir, m, err)
 	}

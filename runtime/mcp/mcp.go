@@ -344,7 +344,16 @@ func Open(ctx context.Context, reg Registry, cfgs []Config, opts Options) (*Pool
 			s.deferred = true
 			continue
 		}
-		wg.Go(func() { _, errs[i] = s.session(ctx) })
+		wg.Go(func() {
+			var sess *session
+			sess, errs[i] = s.session(ctx)
+			if errs[i] == nil && opts.Cache != nil && sess.cs != nil {
+				// A server started to list its tools is listed besides
+				// them, so that a gateway opened later need not start it
+				// (surfacecache.go).
+				s.rememberSurface(s.listSurface(ctx, sess))
+			}
+		})
 	}
 	wg.Wait()
 

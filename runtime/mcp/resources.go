@@ -118,44 +118,19 @@ type promptRoute struct {
 	upstream string
 }
 
-// capabilities returns what the server's live session declared, less what
-// its configuration keeps from clients, starting the server if it is not
-// running.
-func (s *server) capabilities(ctx context.Context) (*session, *sdk.ServerCapabilities) {
-	if s.skipped {
-		return nil, nil
-	}
-	sess, err := s.session(ctx)
-	if err != nil || sess.cs == nil {
-		return nil, nil
-	}
-	var c sdk.ServerCapabilities
-	if ir := sess.cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
-		c = *ir.Capabilities
-	}
-	if s.cfg.NoResources {
-		c.Resources = nil
-	}
-	if s.cfg.NoPrompts {
-		c.Prompts = nil
-	}
-	if c.Resources == nil && c.Prompts == nil {
-		// Completion completes prompts' arguments and templates' variables:
-		// with neither offered, there is nothing it could complete.
-		c.Completions = nil
-	}
-	return sess, &c
-}
-
-// Features says what the pool's servers offer besides tools, starting any
-// that is not running. A server that cannot be started offers nothing.
+// Features says what the pool's servers offer besides tools: what a
+// running server declared, what the cache holds of one that is not
+// running, and what a server neither running nor cached declares when it
+// is started for it (see surfacecache.go). A server that cannot be started
+// offers nothing.
 func (p *Pool) Features(ctx context.Context) Features {
 	var f Features
 	for _, s := range p.servers {
-		_, c := s.capabilities(ctx)
-		if c == nil {
+		e, _ := s.surfaceOf(ctx, false)
+		if e == nil {
 			continue
 		}
+		c := e.Capabilities
 		if c.Resources != nil {
 			f.Resources = true
 			f.Subscribe = f.Subscribe || c.Resources.Subscribe
@@ -168,7 +143,9 @@ func (p *Pool) Features(ctx context.Context) Features {
 }
 
 // Catalog lists the resources, templates and prompts of every server and
-// makes them the pool's routes (see the rules above). A server that fails
+// makes them the pool's routes (see the rules above). A running server is
+// asked; one that is not is taken from the cache, and started only when
+// the cache holds nothing of it (see surfacecache.go). A server that fails
 // to list is reported to [Options.Warn] and offers nothing until the next
 // Catalog; so is each entry left out for a collision.
 func (p *Pool) Catalog(ctx context.Context) *Catalog {
@@ -180,31 +157,27 @@ func (p *Pool) Catalog(ctx context.Context) *Catalog {
 		upstream  = map[string]string{} // prompt name as served → its name upstream
 	)
 	for _, s := range p.servers {
-		sess, c := s.capabilities(ctx)
-		if c == nil {
+		e, _ := s.surfaceOf(ctx, true)
+		if e == nil {
 			continue
 		}
-		if c.Resources != nil {
-			each(s, "resources", sess.cs.Resources(ctx, nil), func(r *sdk.Resource) {
-				resources.claim(s, r.URI, r)
-			})
-			each(s, "resource templates", sess.cs.ResourceTemplates(ctx, nil), func(t *sdk.ResourceTemplate) {
-				tmpl, err := uritemplate.New(t.URITemplate)
-				if err != nil {
-					s.warn(fmt.Errorf("mcp server %s: resource template %q left out: %w", s.cfg.Name, t.URITemplate, err))
-					return
-				}
-				parsed[t.URITemplate] = tmpl
-				templates.claim(s, t.URITemplate, t)
-			})
+		for _, r := range e.Resources {
+			resources.claim(s, r.URI, r)
 		}
-		if c.Prompts != nil {
-			each(s, "prompts", sess.cs.Prompts(ctx, nil), func(pr *sdk.Prompt) {
-				c := *pr
-				c.Name = s.cfg.prefix() + pr.Name
-				upstream[c.Name] = pr.Name
-				prompts.claim(s, c.Name, &c)
-			})
+		for _, t := range e.Templates {
+			tmpl, err := uritemplate.New(t.URITemplate)
+			if err != nil {
+				s.warn(fmt.Errorf("mcp server %s: resource template %q left out: %w", s.cfg.Name, t.URITemplate, err))
+				continue
+			}
+			parsed[t.URITemplate] = tmpl
+			templates.claim(s, t.URITemplate, t)
+		}
+		for _, pr := range e.Prompts {
+			c := *pr
+			c.Name = s.cfg.prefix() + pr.Name
+			upstream[c.Name] = pr.Name
+			prompts.claim(s, c.Name, &c)
 		}
 	}
 	cat := &Catalog{}
@@ -473,4 +446,26 @@ func (s *server) resume(sess *session) {
 	}
 	p.notify(Notice{Kind: NoticeResourcesChanged, Server: s.cfg.Name})
 	p.notify(Notice{Kind: NoticePromptsChanged, Server: s.cfg.Name})
+}
+
+// ResourceServer names the server a read of uri goes to, as
+// [Pool.ReadResource] would route it. The error says why no server would
+// serve it; when several could, [ErrAmbiguous] is in its chain.
+func (p *Pool) ResourceServer(uri string) (string, error) {
+	s, err := p.resourceServer(uri)
+	if err != nil {
+		return "", err
+	}
+	return s.cfg.Name, nil
+}
+
+// PromptServer names the server a prompt, named as the pool serves it,
+// goes to; "" when no server offers it.
+func (p *Pool) PromptServer(name string) string {
+	p.surf.mu.Lock()
+	defer p.surf.mu.Unlock()
+	if r, ok := p.surf.prompts[name]; ok {
+		return r.srv.cfg.Name
+	}
+	return ""
 }

@@ -88,6 +88,11 @@ type server struct {
 	abandoned  map[string]time.Time
 	refreshing bool
 	again      bool
+	// surfCached is the server's surface as the cache holds it (or as it
+	// was last listed, when the pool has a cache); surfLoaded says the
+	// cache was read (surfacecache.go).
+	surfCached *surfaceEntry
+	surfLoaded bool
 }
 
 // session is one connection to the server: a process or an HTTP session.
@@ -273,9 +278,10 @@ func (s *server) connect(wait time.Duration, done chan struct{}) {
 		return
 	default:
 		s.sess = sess
-		if s.started {
+		if s.started || s.surfCached != nil {
 			// A restarted server forgot its subscriptions, and may offer
-			// other resources and prompts (resources.go).
+			// other resources and prompts (resources.go); so may one whose
+			// catalog came from the cache (surfacecache.go).
 			s.wg.Add(1)
 			go s.resume(sess)
 		}
