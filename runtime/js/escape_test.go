@@ -290,3 +290,36 @@ func TestEvalDeadline(t *testing.T) {
 		t.Errorf("Eval returned %s after start, past its deadline of 200ms", d)
 	}
 }
+
+// Closing the runtime ends the calls it runs, promptly, and refuses new
+// ones.
+func TestCloseWhileRunning(t *testing.T) {
+	rt, err := js.New(module(`{ execute() { for (;;) {} } }`), js.Options{File: "spin.js"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := &tool.Definition{Name: "spin"}
+	done := make(chan error, 1)
+	go func() {
+		_, err := rt.Execute(context.Background(), def, &tool.Call{Name: "spin"})
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	rt.Close()
+	select {
+	case err := <-done:
+		var te *tool.Error
+		if !errors.As(err, &te) || te.Kind != tool.KindRuntimeFailure || !strings.Contains(te.Message, "closed") {
+			t.Errorf("a call running when the runtime closed: %v, want a runtime_failure saying it was closed", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call did not return after its runtime closed")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Close took %s", d)
+	}
+	if _, err := rt.Execute(context.Background(), def, &tool.Call{Name: "spin"}); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("a call after Close: %v, want the runtime closed", err)
+	}
+}
