@@ -323,3 +323,14 @@ func TestCloseWhileRunning(t *testing.T) {
 		t.Errorf("a call after Close: %v, want the runtime closed", err)
 	}
 }
+
+// The limit refuses only what is past it: a tool that needs a few MiB, well
+// under its 32 MiB, gets them.
+func TestMemoryUnderTheLimit(t *testing.T) {
+	tl := newTool(t, "modest", `{ execute() {
+		const a = [];
+		for (let i = 0; i < 40; i++) a.push(new Array(25000).fill(i));
+		return "kept " + a.length;
+	} }`, "", host.Permissions{})
+	wantText(t, call(t, tl, map[string]any{}, time.Minute), "kept 40")
+}
