@@ -91,6 +91,31 @@ type Definition struct {
 // script that sets globalThis.__lathe_tool). It runs the code's top level,
 // within ctx's deadline and the memory limit, and never calls execute.
 func Describe(ctx context.Context, code []byte, opts Options) (Definition, error) {
+	type answer struct {
+		def Definition
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		def, err := describe(ctx, code, opts)
+		done <- answer{def, err}
+	}()
+	select {
+	case a := <-done:
+		return a.def, a.err
+	case <-ctx.Done():
+	}
+	select {
+	case a := <-done:
+		return a.def, a.err
+	case <-time.After(stopGrace):
+		// The engine stops on its own goroutine once it sees the
+		// interrupt.
+		return Definition{}, ctx.Err()
+	}
+}
+
+func describe(ctx context.Context, code []byte, opts Options) (Definition, error) {
 	opts.fill()
 	var def Definition
 	vm, err := newVM(opts.MemoryLimit)
