@@ -50,8 +50,9 @@ type Options struct {
 	// every ctx operation then fails with "no host".
 	Host *host.Host
 	// MemoryLimit bounds the engine's heap in bytes; 0 means
-	// [DefaultMemoryLimit]. It is hard: an allocation past it fails, and
-	// the call ends with a runtime failure.
+	// [DefaultMemoryLimit]. It is hard: an allocation past it fails with
+	// an out-of-memory error, which ends the call with a runtime failure
+	// unless the tool catches it.
 	MemoryLimit int64
 	// File is the tool file, for messages.
 	File string
