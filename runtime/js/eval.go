@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lathe-tools/lathe/tool"
@@ -14,7 +15,9 @@ import (
 // Func is a Go function bound into a script by [EvalOptions].Bindings. It
 // receives the JSON of its first argument ("null" when there is none) and
 // returns the JSON of its value. A returned error is thrown in the script as
-// an Error with the error's text, which the script can catch.
+// an Error with the error's text, which the script can catch. When ctx ends
+// while a Func runs, Eval may return before the Func does; the Func's ctx
+// is done then.
 type Func func(ctx context.Context, arg json.RawMessage) (json.RawMessage, error)
 
 // EvalOptions configure [Eval].
@@ -50,8 +53,9 @@ func Eval(ctx context.Context, code string, opts EvalOptions) (json.RawMessage, 
 		err error
 	}
 	done := make(chan answer, 1)
+	s := &script{ctx: ctx, opts: &opts}
 	go func() {
-		res, err := eval(ctx, code, opts)
+		res, err := s.eval(code)
 		done <- answer{res, err}
 	}()
 	select {
@@ -64,12 +68,17 @@ func Eval(ctx context.Context, code string, opts EvalOptions) (json.RawMessage, 
 		return a.res, a.err
 	case <-time.After(stopGrace):
 		// The engine stops on its own goroutine once it sees the
-		// interrupt; no binding runs after ctx has ended.
+		// interrupt; no binding starts after ctx has ended, and no
+		// console line reaches opts.Console after Eval returns.
+		s.mu.Lock()
+		s.returned = true
+		s.mu.Unlock()
 		return nil, ctx.Err()
 	}
 }
 
-func eval(ctx context.Context, code string, opts EvalOptions) (json.RawMessage, error) {
+func (s *script) eval(code string) (json.RawMessage, error) {
+	ctx, opts := s.ctx, s.opts
 	if opts.MemoryLimit <= 0 {
 		opts.MemoryLimit = DefaultMemoryLimit
 	}
@@ -88,7 +97,6 @@ func eval(ctx context.Context, code string, opts EvalOptions) (json.RawMessage, 
 	stop := context.AfterFunc(ctx, vm.Interrupt)
 	defer stop()
 
-	s := &script{ctx: ctx, opts: &opts}
 	for _, f := range []struct {
 		name string
 		fn   quickjs.HostFunc
@@ -165,6 +173,9 @@ type script struct {
 	payload string
 	written int
 	cut     bool
+
+	mu       sync.Mutex
+	returned bool // Eval has returned without waiting for the engine
 }
 
 func (s *script) settle(args []any) (any, error) {
@@ -179,6 +190,11 @@ func (s *script) settle(args []any) (any, error) {
 
 func (s *script) console(args []any) (any, error) {
 	if len(args) != 2 || s.opts.Console == nil || s.cut {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.returned {
 		return nil, nil
 	}
 	level, _ := args[0].(string)
