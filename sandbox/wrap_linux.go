@@ -180,7 +180,7 @@ func rlimitArgs(l Limits) []string {
 		set(unix.RLIMIT_FSIZE, uint64(l.FileSize))
 	}
 	if l.Memory > 0 {
-		set(unix.RLIMIT_AS, uint64(l.Memory))
+		set(unix.RLIMIT_AS, addressSpace(l.Memory))
 	}
 	return args
 }

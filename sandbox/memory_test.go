@@ -1,0 +1,98 @@
+package sandbox_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lathe-tools/lathe/sandbox"
+)
+
+// goToolThreads is how many threads of its own the test binary starts as
+// a Go tool (threadsMain): as many as a Go program doing parallel work
+// runs on a 16-CPU machine, where GOMAXPROCS is 16.
+const goToolThreads = 16
+
+// threadsMain lets the test binary play a Go tool that works in parallel,
+// when argv[1] is "threads": it holds argv[2] goroutines each on an OS
+// thread of its own at once, then prints "threads ok". The binary is linked
+// with cgo, as most Go programs are (the net and os/user packages use
+// it), so each thread is a pthread with a stack of RLIMIT_STACK, and the C
+// library gives each thread a malloc arena of its own.
+func threadsMain() {
+	if len(os.Args) != 3 || os.Args[1] != "threads" {
+		return
+	}
+	n, err := strconv.Atoi(os.Args[2])
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(2)
+	}
+	var all, done sync.WaitGroup
+	all.Add(n)
+	done.Add(n)
+	release := make(chan struct{})
+	for range n {
+		go func() {
+			runtime.LockOSThread()
+			all.Done()
+			<-release
+			done.Done()
+		}()
+	}
+	all.Wait()
+	close(release)
+	done.Wait()
+	fmt.Println("threads ok")
+	os.Exit(0)
+}
+
+// TestGoToolStartsUnderDefaultLimits starts a Go tool again and again
+// under the default limits of each profile. Every start must succeed: a
+// limit on memory that counts the address space a runtime reserves but
+// never touches (Go's heap index, glibc's malloc arenas, thread stacks)
+// made such tools fail to start a thread, or abort out of memory, with a
+// few hundred MiB of the GiB still unused.
+func TestGoToolStartsUnderDefaultLimits(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const starts = 10
+	for _, p := range []sandbox.Profile{sandbox.Dev, sandbox.Standard} {
+		t.Run(string(p), func(t *testing.T) {
+			if p == sandbox.Standard {
+				requireStandard(t)
+			}
+			cfg := sandbox.Config{Profile: p, Workspace: t.TempDir(),
+				Perms: sandbox.Permissions{Read: []string{filepath.Dir(exe)}}}
+			failed := 0
+			for i := range starts {
+				out, err := runArgv(t, cfg, exe, "threads", strconv.Itoa(goToolThreads))
+				if err != nil || !strings.Contains(out, "threads ok") {
+					failed++
+					if failed == 1 {
+						t.Errorf("start %d of %d: %v\n%s", i+1, starts, err, outputTail(out))
+					}
+				}
+			}
+			if failed > 0 {
+				t.Errorf("%d of %d starts failed", failed, starts)
+			}
+		})
+	}
+}
+
+// TestDevMemoryHog checks the one bound on memory under dev, the address
+// space, which the reserve for runtimes loosens but does not remove.
+func TestDevMemoryHog(t *testing.T) {
+	cfg := sandbox.Config{Profile: sandbox.Dev, Workspace: t.TempDir(),
+		Limits: sandbox.Limits{Memory: 64 << 20, Wall: 20 * time.Second}}
+	requireMemoryLimit(t, cfg)
+}
