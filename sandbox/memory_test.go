@@ -1,8 +1,11 @@
 package sandbox_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -95,4 +98,46 @@ func TestDevMemoryHog(t *testing.T) {
 	cfg := sandbox.Config{Profile: sandbox.Dev, Workspace: t.TempDir(),
 		Limits: sandbox.Limits{Memory: 64 << 20, Wall: 20 * time.Second}}
 	requireMemoryLimit(t, cfg)
+}
+
+// TestMemoryKillIsReported checks that a tool killed by its memory cgroup,
+// which gets SIGKILL and can say nothing itself, is reported on its
+// standard error as having used up its memory limit; and that a run after
+// it in the same reused group, within the limit, is not.
+func TestMemoryKillIsReported(t *testing.T) {
+	requireStandard(t)
+	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: t.TempDir(),
+		Limits: sandbox.Limits{Memory: 64 << 20, Wall: 20 * time.Second}}
+	if !sandbox.MemoryCgroup(cfg) {
+		t.Skip("no memory cgroup here: a hog fails to allocate under RLIMIT_AS, and says so itself")
+	}
+	runHog := func(size int) (stdout, stderr string, err error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", memoryHog+strconv.Itoa(size))
+		var out, errs bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errs
+		cleanup, err := cfg.Wrap(cmd)
+		if err != nil {
+			t.Fatalf("Wrap: %v", err)
+		}
+		err = cmd.Run()
+		cleanup()
+		if ctx.Err() != nil {
+			t.Fatalf("the hog of %d bytes did not end within 20s", size)
+		}
+		return out.String(), errs.String(), err
+	}
+	const report = "it used all of its memory limit (64 MiB"
+	out, errs, err := runHog(1 << 30)
+	if err == nil || !strings.Contains(out, "perl-allocating") || strings.Contains(out, "held") {
+		t.Fatalf("a 1 GiB hog under 64 MiB: %v, output %q", err, out)
+	}
+	if !strings.Contains(errs, report) {
+		t.Errorf("the killed hog's standard error: %q, want it to say %q", errs, report)
+	}
+	out, errs, err = runHog(1 << 20)
+	if err != nil || !strings.Contains(out, "held") || strings.Contains(errs, report) {
+		t.Errorf("a 1 MiB hog after it: %v, output %q, standard error %q, want it to hold and no report", err, out, errs)
+	}
 }

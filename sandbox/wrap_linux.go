@@ -82,7 +82,9 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 			return noop, err
 		}
 		cg, removeCgroups := newCgroup(c.Limits)
+		kills := cg.oomKills()
 		cleanup = func() {
+			reportOOM(cmd, cg, kills, c.Limits.Memory)
 			removeCgroups()
 			t.release()
 		}
