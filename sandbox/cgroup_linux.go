@@ -26,6 +26,7 @@ type cgroupSet struct {
 	dirs   []string // the groups
 	join   []string // the files the init writes to join them
 	clone  *os.File // v2: the group, open for the init to be cloned into; nil where it joins instead
+	pids   bool     // whether a pids group bounds the run's processes
 }
 
 // maxIdleCgroups bounds the groups kept for reuse.
@@ -175,6 +176,7 @@ func makeCgroup(l Limits) *cgroupSet {
 		}
 		s.dirs = append(s.dirs, d)
 		s.join = append(s.join, filepath.Join(d, "tasks"))
+		s.pids = s.pids || ctrl == "pids"
 	}
 	if len(s.dirs) == 0 {
 		return nil
@@ -221,7 +223,8 @@ func makeCgroupV2(l Limits, name string) *cgroupSet {
 		writeFile(filepath.Join(d, "memory.swap.max"), 0)
 		writeFile(filepath.Join(d, "memory.oom.group"), 1)
 	}
-	s := &cgroupSet{limits: l, dirs: []string{d}, join: []string{filepath.Join(d, "cgroup.procs")}}
+	s := &cgroupSet{limits: l, dirs: []string{d}, join: []string{filepath.Join(d, "cgroup.procs")},
+		pids: l.Processes > 0 && ctrls["pids"]}
 	// The group stays open as long as the set, which runs reuse.
 	if f, err := os.Open(d); err == nil {
 		if canCloneInto(f) {

@@ -141,3 +141,43 @@ func TestMemoryKillIsReported(t *testing.T) {
 		t.Errorf("a 1 MiB hog after it: %v, output %q, standard error %q, want it to hold and no report", err, out, errs)
 	}
 }
+
+// TestProcessLimitIsTheRunsOwn checks that where a pids cgroup bounds a
+// run, the run gets no RLIMIT_NPROC: the rlimit counts the processes and
+// threads of every run of the same template (of every process of the user,
+// under dev), so that a Go tool failed to start a thread while other runs
+// were going, far within its own limit. Where there is no pids group, the
+// rlimit is the only bound, and stays.
+func TestProcessLimitIsTheRunsOwn(t *testing.T) {
+	requireStandard(t)
+	cfg := sandbox.Config{Profile: sandbox.Standard, Workspace: t.TempDir(), Limits: sandbox.Limits{Processes: 77}}
+	files, release := sandbox.NewCgroup(cfg.Limits.WithDefaults())
+	pids := false
+	for _, f := range files {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(f), "pids.max")); err == nil {
+			pids = true
+		}
+	}
+	release()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c",
+		`while read a b c d; do [ "$a $b" = "Max processes" ] && echo "$c"; done </proc/self/limits; exit 0`)
+	cleanup, err := cfg.Wrap(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.CombinedOutput()
+	cleanup()
+	if err != nil {
+		t.Fatalf("reading the run's limits: %v\n%s", err, out)
+	}
+	got := strings.TrimSpace(string(out))
+	t.Logf("pids group: %v; RLIMIT_NPROC in the run: %s", pids, got)
+	switch {
+	case pids && got == "77":
+		t.Errorf("the run has a pids group and RLIMIT_NPROC %s as well, which counts other runs' processes", got)
+	case !pids && got != "77":
+		t.Errorf("the run has no pids group and RLIMIT_NPROC %s, want 77", got)
+	}
+}
