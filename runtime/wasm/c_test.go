@@ -24,7 +24,7 @@ import (
 	"github.com/lathe-tools/lathe/tool"
 )
 
-// The tools of this file are written in C (testdata/c), on the protocol
+// The tools of this file are written in C (testdata/c, with sdk/c), on the protocol
 // helper lathe.h, and built with clang for wasm32-wasi by each test that
 // needs them.
 
@@ -40,6 +40,9 @@ var (
 	cBuilt cModules
 	cErr   error
 )
+
+// cSDK is where lathe's C helper for tool authors is: lathe.h and lathe.c.
+const cSDK = "../../sdk/c"
 
 func buildC(t *testing.T) cModules {
 	t.Helper()
@@ -59,11 +62,10 @@ func buildC(t *testing.T) cModules {
 			return out
 		}
 		cBuilt = cModules{
-			conformance: build("conformance.wasm", "testdata/c/conformance.c", "testdata/c/lathe.c"),
-			wordCount:   build("wc.wasm", "testdata/c/wc.c", "testdata/c/lathe.c"),
-			lineCount: build("line_count.wasm", "-Itestdata/c", "../../examples/wasm-c/line_count.c",
-				"testdata/c/lathe.c"),
-			head: build("head.wasm", "-Itestdata/c", "../../examples/wasm-c/head.c", "testdata/c/lathe.c"),
+			conformance: build("conformance.wasm", "-I"+cSDK, "testdata/c/conformance.c", cSDK+"/lathe.c"),
+			wordCount:   build("wc.wasm", "-I"+cSDK, "testdata/c/wc.c", cSDK+"/lathe.c"),
+			lineCount:   build("line_count.wasm", "-I"+cSDK, "../../examples/wasm-c/line_count.c", cSDK+"/lathe.c"),
+			head:        build("head.wasm", "-I"+cSDK, "../../examples/wasm-c/head.c", cSDK+"/lathe.c"),
 		}
 	})
 	if cErr != nil {
