@@ -292,6 +292,9 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 	if err := w.loadLocal(ctx, opts, known); err != nil {
 		return err
 	}
+	if err := w.loadJS(ctx, opts, known); err != nil {
+		return err
+	}
 	if err := w.loadMCP(ctx, opts, known); err != nil {
 		return err
 	}

@@ -64,6 +64,10 @@ type Options struct {
 	// that can write the workspace could otherwise write the code lathe
 	// runs.
 	Workspace string
+	// Node builds for node (runtime "node"): a CommonJS module, with Node's
+	// builtins left to node and packages bundled from the tool's own
+	// node_modules (which must lie under Root).
+	Node bool
 }
 
 // Input is one file a bundle was built from.
@@ -161,13 +165,13 @@ func Build(file string, opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	key := cacheKey(entry, root, entryData)
+	key := cacheKey(entry, root, entryData, opts.Node)
 	if cache != "" {
 		if r := lookup(cache, key, entry, entryData); r != nil {
 			return r, nil
 		}
 	}
-	r, err := build(entry, root, entryData)
+	r, err := build(entry, root, entryData, opts.Node)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +184,7 @@ func Build(file string, opts Options) (*Result, error) {
 }
 
 // build runs esbuild with a plugin that reads every file itself.
-func build(entry, root string, entryData []byte) (*Result, error) {
+func build(entry, root string, entryData []byte, node bool) (*Result, error) {
 	var (
 		mu     sync.Mutex
 		inputs = map[string][]byte{entry: entryData}
@@ -191,6 +195,9 @@ func build(entry, root string, entryData []byte) (*Result, error) {
 			b.OnResolve(api.OnResolveOptions{Filter: ".*"}, func(a api.OnResolveArgs) (api.OnResolveResult, error) {
 				if a.Kind == api.ResolveEntryPoint {
 					return api.OnResolveResult{Path: entry, Namespace: "file"}, nil
+				}
+				if node {
+					return api.OnResolveResult{}, nil
 				}
 				if !strings.HasPrefix(a.Path, "./") && !strings.HasPrefix(a.Path, "../") {
 					return api.OnResolveResult{}, fmt.Errorf("cannot import %q: a tool file imports only files beside it, by relative path; "+
@@ -220,7 +227,7 @@ func build(entry, root string, entryData []byte) (*Result, error) {
 			})
 		},
 	}
-	res := api.Build(api.BuildOptions{
+	bo := api.BuildOptions{
 		EntryPoints:    []string{entry},
 		Bundle:         true,
 		Write:          false,
@@ -235,7 +242,11 @@ func build(entry, root string, entryData []byte) (*Result, error) {
 		LogLevel:       api.LogLevelSilent,
 		Charset:        api.CharsetUTF8,
 		Plugins:        []api.Plugin{plugin},
-	})
+	}
+	if node {
+		bo.Platform, bo.Format, bo.GlobalName = api.PlatformNode, api.FormatCommonJS, ""
+	}
+	res := api.Build(bo)
 	if len(res.Errors) > 0 {
 		return nil, buildError(entry, res.Errors)
 	}
@@ -372,8 +383,8 @@ func sum(b []byte) string {
 // cacheKey names the record of a tool file with these bytes: the imports
 // are checked against the record, since which files are imported is known
 // only from the file.
-func cacheKey(entry, root string, data []byte) string {
-	return sum([]byte(version + "\x00" + root + "\x00" + entry + "\x00" + sum(data)))
+func cacheKey(entry, root string, data []byte, node bool) string {
+	return sum([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%v\x00%s", version, root, entry, node, sum(data))))
 }
 
 // lookup returns the cached bundle of entry when every file it was built
