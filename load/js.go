@@ -259,7 +259,7 @@ func IsToolFile(file string) bool {
 // packaged tool's tool.json) records: the manifest, if any, and every file
 // the tool is built from, each with its SHA-256. lathe trust records it
 // as the file's trust, which [Open] checks.
-func ToolTrustText(file string) ([]byte, error) {
+func ToolTrustText(workspace, file string) ([]byte, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return nil, err
@@ -272,7 +272,7 @@ func ToolTrustText(file string) ([]byte, error) {
 	} else {
 		f = jsFile{Name: strings.TrimSuffix(filepath.Base(abs), filepath.Ext(abs)), File: abs, Entry: abs, Root: filepath.Dir(abs)}
 	}
-	b, err := buildJS(f, "", transpile.DefaultCacheDir())
+	b, err := buildJS(f, workspace, transpile.DefaultCacheDir())
 	if err != nil {
 		return nil, err
 	}
@@ -373,9 +373,12 @@ func (w *Workspace) trustJS(ctx context.Context, opts *Options, store *trust.Sto
 		Pos: config.Pos{File: b.File}, Key: "tool " + b.Name,
 		What: fmt.Sprintf("runs the JavaScript tool %s, built from %d files", b.Name, len(b.Result.Inputs)),
 	}}}
+	// The person sees the code: what changed, or the whole of a new tool.
+	old := ""
 	if rec != nil {
-		u.Diff = trust.Diff(rec.Content, string(b.TrustText))
+		old = rec.Content
 	}
+	u.Diff = trust.Diff(old, string(b.TrustText))
 	if opts.Trust != nil {
 		ok, err := opts.Trust(ctx, u)
 		if err != nil {
@@ -439,8 +442,8 @@ func (l *localLoader) nodeTool(b *builtJS, cacheDir string, perms config.HostPer
 		return tool.Tool{}, err
 	}
 	m := b.Manifest
-	def := tool.Definition{Name: b.Name, Description: m.Description, InputSchema: m.InputSchema, OutputSchema: m.OutputSchema,
-		Source: "local", Runtime: NodeRuntime}
+	def := tool.Definition{Name: b.Name, Summary: summaryOf(m.Description), Description: m.Description, InputSchema: m.InputSchema,
+		OutputSchema: m.OutputSchema, Source: "local", Runtime: NodeRuntime}
 	if m.Annotations != nil {
 		def.Annotations = *m.Annotations
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/internal/statedir"
@@ -42,6 +43,15 @@ func (l *localLoader) embeddedTool(b *builtJS, cacheDir string, perms config.Hos
 	}
 	def := tool.Definition{Name: b.Name, Summary: d.Summary, Description: d.Description, InputSchema: d.InputSchema,
 		OutputSchema: d.OutputSchema, Annotations: d.Annotations, Source: "local", Runtime: JSRuntime}
+	// A schema the export leaves out may come back as JSON null.
+	for _, s := range []*json.RawMessage{&def.InputSchema, &def.OutputSchema} {
+		if string(*s) == "null" {
+			*s = nil
+		}
+	}
+	if def.Summary == "" {
+		def.Summary = summaryOf(def.Description)
+	}
 	if len(def.InputSchema) == 0 {
 		def.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
@@ -74,4 +84,16 @@ func (l *localLoader) describeJS(b *builtJS, cacheDir string, opts js.Options) (
 		}
 	}
 	return d, nil
+}
+
+// summaryOf is the first line of a description, cut to a length a list
+// shows well, for a tool that gives no summary of its own.
+func summaryOf(desc string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(desc), "\n")
+	line = strings.TrimSpace(line)
+	const limit = 160
+	if r := []rune(line); len(r) > limit {
+		line = string(r[:limit-1]) + "…"
+	}
+	return line
 }
