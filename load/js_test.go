@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/tool"
@@ -308,5 +309,44 @@ func TestTypeScriptToolInTheEmbeddedEngine(t *testing.T) {
 	out = w.Engine.Call(testContext(t), &tool.Call{Name: "shout", Arguments: json.RawMessage(`{"text":"fail"}`)})
 	if out.Result == nil || !out.Result.IsError || !strings.Contains(out.Result.Content[0].Text, "shout.ts:9") {
 		t.Errorf("failing call: %+v", out.Result)
+	}
+}
+
+// lathe tools install runs npm ci for a packaged tool with a lock file,
+// confined to the tool's directory, with no install script run: a
+// dependency's postinstall would otherwise run as the user.
+func TestInstallToolsRunsNpmCIConfined(t *testing.T) {
+	needNode(t)
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm is not installed")
+	}
+	files := map[string]string{
+		".lathe/tools/pad/tool.json": `{"name": "pad", "description": "Pads.", "runtime": "node", "entry": "index.js",
+  "inputSchema": {"type": "object"}}`,
+		".lathe/tools/pad/index.js": `const dep = require("dep"); module.exports.default = { execute() { return dep.hello(); } };`,
+		".lathe/tools/pad/package.json": `{"name": "pad", "version": "1.0.0", "dependencies": {"dep": "file:./dep"}}`,
+		".lathe/tools/pad/dep/package.json": `{"name": "dep", "version": "1.0.0", "main": "index.js",
+  "scripts": {"postinstall": "touch ../postinstall-ran"}}`,
+		".lathe/tools/pad/dep/index.js": `exports.hello = () => "hello from dep";`,
+		".lathe/tools/pad/package-lock.json": `{"name": "pad", "version": "1.0.0", "lockfileVersion": 3, "requires": true,
+  "packages": {"": {"name": "pad", "version": "1.0.0", "dependencies": {"dep": "file:./dep"}},
+    "dep": {"version": "1.0.0", "hasInstallScript": true},
+    "node_modules/dep": {"resolved": "dep", "link": true}}}`,
+	}
+	ws := workspace(t, files)
+	var out strings.Builder
+	ctx, cancel := context.WithTimeout(testContext(t), 2*time.Minute)
+	defer cancel()
+	if err := load.InstallTools(ctx, load.Options{Dir: ws}, nil, &out); err != nil {
+		t.Fatalf("install: %v\n%s", err, out.String())
+	}
+	if _, err := os.Lstat(filepath.Join(ws, ".lathe/tools/pad/node_modules/dep")); err != nil {
+		t.Fatalf("npm ci installed nothing: %v\n%s", err, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".lathe/tools/pad/postinstall-ran")); err == nil {
+		t.Error("a dependency's install script ran")
+	}
+	if err := load.InstallTools(ctx, load.Options{Dir: ws}, []string{"nosuch"}, &out); err == nil || !strings.Contains(err.Error(), "nosuch") {
+		t.Errorf("an unknown name: err = %v", err)
 	}
 }
