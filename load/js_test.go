@@ -323,7 +323,7 @@ func TestInstallToolsRunsNpmCIConfined(t *testing.T) {
 	files := map[string]string{
 		".lathe/tools/pad/tool.json": `{"name": "pad", "description": "Pads.", "runtime": "node", "entry": "index.js",
   "inputSchema": {"type": "object"}}`,
-		".lathe/tools/pad/index.js": `const dep = require("dep"); module.exports.default = { execute() { return dep.hello(); } };`,
+		".lathe/tools/pad/index.js":     `const dep = require("dep"); module.exports.default = { execute() { return dep.hello(); } };`,
 		".lathe/tools/pad/package.json": `{"name": "pad", "version": "1.0.0", "dependencies": {"dep": "file:./dep"}}`,
 		".lathe/tools/pad/dep/package.json": `{"name": "dep", "version": "1.0.0", "main": "index.js",
   "scripts": {"postinstall": "touch ../postinstall-ran"}}`,
