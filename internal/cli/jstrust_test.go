@@ -50,7 +50,9 @@ func TestCallAsksAboutToolFileOnTerminal(t *testing.T) {
 			run := func(in *os.File, args ...string) (int, string, string) {
 				var out, errs bytes.Buffer
 				done := make(chan int, 1)
-				go func() { done <- Run(ctx, append([]string{"--workspace", ws}, args...), Streams{In: in, Out: &out, Err: &errs}) }()
+				go func() {
+					done <- Run(ctx, append([]string{"--workspace", ws}, args...), Streams{In: in, Out: &out, Err: &errs})
+				}()
 				select {
 				case code := <-done:
 					return code, out.String(), errs.String()
