@@ -301,6 +301,10 @@ func TestTypeScriptToolInTheEmbeddedEngine(t *testing.T) {
 	if !ok || d.Description != "Shouts the text." || d.Runtime != "js" {
 		t.Fatalf("shout: %+v %v; warnings %q", d, ok, warns)
 	}
+	// Described once trusted, and the definition kept by content hash.
+	if defs, _ := filepath.Glob(filepath.Join(os.Getenv("LATHE_CACHE_DIR"), "js", "def-*.json")); len(defs) != 1 {
+		t.Errorf("definitions cached: %v, want one", defs)
+	}
 	out := w.Engine.Call(testContext(t), &tool.Call{Name: "shout", Arguments: json.RawMessage(`{"text":"hi"}`)})
 	if out.Result == nil || out.Result.IsError || len(out.Result.Content) == 0 || out.Result.Content[0].Text != "HI!" {
 		t.Fatalf("call: %+v %v", out.Result, out.Err())
@@ -348,5 +352,29 @@ func TestInstallToolsRunsNpmCIConfined(t *testing.T) {
 	}
 	if err := load.InstallTools(ctx, load.Options{Dir: ws}, []string{"nosuch"}, &out); err == nil || !strings.Contains(err.Error(), "nosuch") {
 		t.Errorf("an unknown name: err = %v", err)
+	}
+}
+
+// ctx.ask of a node tool ends the call with a question; the call with the
+// answer runs on.
+func TestNodeToolAsks(t *testing.T) {
+	needNode(t)
+	ws := workspace(t, map[string]string{
+		".lathe/tools/deploy/tool.json": `{"description": "Deploys.", "runtime": "node", "entry": "main.js", "inputSchema": {"type": "object"},
+  "annotations": {"readOnlyHint": true}}`,
+		".lathe/tools/deploy/main.js": `module.exports.default = { execute(args, ctx) {
+  const where = ctx.ask({id: "env", text: "Where to?", type: {select: ["staging", "prod"]}});
+  return "deployed to " + where;
+} };`,
+	})
+	var warns []string
+	w := openWith(t, ws, &asker{say: true}, &warns)
+	out := w.Engine.Call(testContext(t), &tool.Call{Name: "deploy", Arguments: json.RawMessage(`{}`)})
+	if out.Question == nil || out.Question.ID != "env" || len(out.Question.Options) != 2 {
+		t.Fatalf("first call: %+v %+v; warnings %q", out.Question, out.Result, warns)
+	}
+	out = w.Engine.Call(testContext(t), &tool.Call{Name: "deploy", Arguments: json.RawMessage(`{}`), Answers: map[string]any{"env": "prod"}})
+	if out.Result == nil || out.Result.IsError || out.Result.Content[0].Text != "deployed to prod" {
+		t.Fatalf("answered call: %+v %v", out.Result, out.Err())
 	}
 }

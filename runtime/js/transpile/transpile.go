@@ -38,7 +38,6 @@ import (
 	"github.com/evanw/esbuild/pkg/api"
 
 	"github.com/lathe-tools/lathe/internal/statedir"
-	"github.com/lathe-tools/lathe/runtime/process"
 )
 
 // GlobalName is the global the bundle assigns the tool module's exports
@@ -107,7 +106,9 @@ func (r *Result) Sum() string {
 // when the variable is set, otherwise lathe/js in the user's cache
 // directory. It returns "" when there is no such place.
 func DefaultCacheDir() string {
-	if dir := os.Getenv(process.CacheDirEnv); dir != "" {
+	// The variable is runtime/process's CacheDirEnv, named here so that
+	// this package does not pull in the process runtime and the sandbox.
+	if dir := os.Getenv("LATHE_CACHE_DIR"); dir != "" {
 		return filepath.Join(dir, "js")
 	}
 	dir, err := os.UserCacheDir()
