@@ -102,14 +102,19 @@ func newAuditCmd(g *globals) *cobra.Command {
 
 // writeOperations writes the host operations of r under its row, in the
 // same columns: the operation where the tool is, its approval and who
-// decided, "ok" or "failed", its duration, the bytes it moved, and its
+// decided, "ok", "denied" or "failed", its duration, the bytes it moved, and its
 // subject where the arguments are. Every subject is shown whole: a call's
 // arguments may be cut to fit a line, but which files a tool touched is
 // what the reader looks for.
 func writeOperations(w io.Writer, r audit.Record) {
 	for _, op := range r.Operations {
 		status := "ok"
-		if op.Error != "" {
+		switch {
+		case op.Approval == "deny":
+			// A denied operation never ran, whether or not its record
+			// carries an error.
+			status = "denied"
+		case op.Error != "":
 			status = "failed"
 		}
 		fmt.Fprintf(w, "\t  %s\t%s\t%s\t%s\t%s\t%d\t%s\n", op.Kind, dash(op.Approval), dash(op.DecidedBy), status,

@@ -72,10 +72,14 @@ func TestWriteOperations(t *testing.T) {
 	writeOperations(&out, audit.Record{Operations: []audit.Operation{
 		{Kind: "read", Subject: "src/main.go", Approval: "allow", DecidedBy: "default", Bytes: 120, Duration: 2 * time.Millisecond},
 		{Kind: "fetch", Subject: "https://api.example.com/?token=[redacted]", Approval: "deny", DecidedBy: "rule", Error: "denied"},
+		{Kind: "read", Subject: "secret.txt", Approval: "deny", DecidedBy: "permissions"},
+		{Kind: "write", Subject: "out/x", Approval: "allow", DecidedBy: "default", Error: "no space left on device"},
 	}, OperationsDropped: 3})
 	for _, want := range []string{
 		"\t  read\tallow\tdefault\tok\t2ms\t120\tsrc/main.go\n",
-		"\t  fetch\tdeny\trule\tfailed\t0s\t0\thttps://api.example.com/?token=[redacted]\n",
+		"\t  fetch\tdeny\trule\tdenied\t0s\t0\thttps://api.example.com/?token=[redacted]\n",
+		"\t  read\tdeny\tpermissions\tdenied\t0s\t0\tsecret.txt\n",
+		"\t  write\tallow\tdefault\tfailed\t0s\t0\tout/x\n",
 		"(3 more operations not kept)",
 	} {
 		if !strings.Contains(out.String(), want) {
