@@ -186,6 +186,31 @@ const describeScript = `(function () {
     Permissions: d.permissions, Execute: typeof d.execute === "function"});
 })()`
 
+// A prelude is compiled once per process: parsing it was most of what a
+// call cost.
+type onceCode struct {
+	once sync.Once
+	bc   []byte
+	err  error
+}
+
+var toolPrelude, scriptPrelude onceCode
+
+func compiled(o *onceCode, src string) ([]byte, error) {
+	o.once.Do(func() {
+		vm, err := newVM(DefaultMemoryLimit)
+		if err != nil {
+			o.err = err
+			return
+		}
+		defer vm.Close()
+		if o.bc, err = vm.Compile(src, quickjs.EvalGlobal); err != nil {
+			o.err = fmt.Errorf("js: the prelude does not compile: %w", err)
+		}
+	})
+	return o.bc, o.err
+}
+
 // newVM returns a fresh engine with the memory limit set.
 func newVM(limit int64) (*quickjs.VM, error) {
 	vm, err := quickjs.NewVM()
@@ -202,6 +227,7 @@ func newVM(limit int64) (*quickjs.VM, error) {
 type Runtime struct {
 	opts     Options
 	bytecode []byte
+	prelude  []byte
 	smap     *sourceMap
 
 	mu      sync.Mutex
@@ -224,7 +250,11 @@ func New(code []byte, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s", opts.File, engineError(err, opts))
 	}
-	r := &Runtime{opts: opts, bytecode: bc}
+	pre, err := compiled(&toolPrelude, prelude)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runtime{opts: opts, bytecode: bc, prelude: pre}
 	if len(opts.SourceMap) > 0 {
 		if r.smap, err = parseSourceMap(opts.SourceMap); err != nil {
 			opts.Logger.Warn("js: the source map is unusable; errors show the bundle's lines", "file", opts.File, "err", err)
@@ -298,7 +328,7 @@ func (r *Runtime) Execute(ctx context.Context, def *tool.Definition, tc *tool.Ca
 	if err := c.register(); err != nil {
 		return nil, r.fail(def, "start", "cannot bind the host API", err)
 	}
-	if _, err := vm.Eval(prelude, quickjs.EvalGlobal); err != nil {
+	if _, err := vm.EvalBytecode(r.prelude); err != nil {
 		return nil, r.fail(def, "start", "the prelude failed", err)
 	}
 	args := string(tc.Arguments)
@@ -358,6 +388,12 @@ func engineError(err error, opts Options) string {
 	return err.Error()
 }
 
+// nullText explains a thrown null, which is how the engine ends a script
+// that ran out of memory so far that it could not make the error.
+func nullText(limit int64) string {
+	return fmt.Sprintf("out of memory: the tool went past its memory limit of %d MiB (the engine threw null, as it does when it cannot even make the error; or the tool threw null itself)", limit>>20)
+}
+
 func isOOM(name, msg string) bool {
 	return name == "InternalError" && msg == "out of memory"
 }
@@ -376,6 +412,8 @@ func (r *Runtime) outcome(def *tool.Definition, c *call) (*tool.Outcome, error) 
 		}
 		return &tool.Outcome{Result: &tool.Result{Content: []tool.Content{{Type: tool.ContentText, Text: c.payload}},
 			Structured: json.RawMessage(c.payload)}}, nil
+	case "null":
+		return nil, r.fail(def, "execute", nullText(r.opts.MemoryLimit)+tail.StderrNote(c.console.Bytes()), nil)
 	case "nodef":
 		return nil, r.fail(def, "execute", "the tool's default export has no execute function", nil)
 	}

@@ -94,6 +94,9 @@
   }
 
   function failure(e) {
+    // The engine throws null when it runs out of memory so badly that it
+    // cannot make the error; lathe says so.
+    if (e === null) return settle("null", "");
     let name = "Error", message, stack = "";
     try {
       if (e instanceof ErrorCtor) {
