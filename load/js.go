@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -39,8 +38,6 @@ const NodeRuntime = "node"
 
 //go:embed jsnode/shim.js
 var nodeShim []byte
-
-var toolFileName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,63}$`)
 
 // jsExts are the extensions of single-file tools.
 var jsExts = []string{".ts", ".js", ".mts", ".mjs"}
@@ -149,8 +146,8 @@ func scanTools(dir string) ([]jsFile, []error) {
 			continue
 		}
 		name := strings.TrimSuffix(e.Name(), ext)
-		if !toolFileName.MatchString(name) {
-			errs = append(errs, fmt.Errorf("%s: %q is not a tool name (letters, digits, _ . -)", p, name))
+		if !tool.ValidName(name) {
+			errs = append(errs, fmt.Errorf("%s: %q is not a tool name: it must match %s", p, name, tool.NamePattern))
 			continue
 		}
 		out = append(out, jsFile{Name: name, File: p, Entry: p, Root: dir})
@@ -181,8 +178,8 @@ func readManifest(dir, mf string) (jsFile, error) {
 		m.Name = filepath.Base(dir)
 	}
 	switch {
-	case !toolFileName.MatchString(m.Name):
-		return jsFile{}, fmt.Errorf("%s: name %q is not a tool name (letters, digits, _ . -)", mf, m.Name)
+	case !tool.ValidName(m.Name):
+		return jsFile{}, fmt.Errorf("%s: name %q is not a tool name: it must match %s", mf, m.Name, tool.NamePattern)
 	case m.Entry == "":
 		return jsFile{}, fmt.Errorf("%s: entry is missing: name the file of the tool's code", mf)
 	case filepath.IsAbs(m.Entry) || !statedir.Within(dir, filepath.Join(dir, m.Entry)):

@@ -378,3 +378,40 @@ func TestNodeToolAsks(t *testing.T) {
 		t.Fatalf("answered call: %+v %v", out.Result, out.Err())
 	}
 }
+
+// A bad manifest costs its tool, with a warning naming the file and what
+// is wrong, never the other tools or the workspace.
+func TestBadManifests(t *testing.T) {
+	ws := workspace(t, map[string]string{
+		".lathe/tools/a/tool.json": `{"description": "x", "entry": "../../../etc/passwd"}`,
+		".lathe/tools/b/tool.json": `{"description": "x", "entry": "b.js", "color": "red"}`,
+		".lathe/tools/c/tool.json": `{"description": "x", "entry": "c.js", "runtime": "deno"}`,
+		".lathe/tools/d/tool.json": `{"name": "no spaces", "entry": "d.js"}`,
+		".lathe/tools/e/tool.json": `{"description": "x", "entry": "e.js", "runtime": "node"}`,
+		".lathe/tools/2bad.ts":     `export default {execute() { return 1 }};`,
+		".lathe/tools/ok.ts":       `export default {description: "fine", execute() { return 1 }};`,
+		".lathe/tools/f/tool.json": `{"description": "x", "entry": "f.js"}`,
+		".lathe/tools/f/f.js":      `import fs from "fs"; export default {execute() { return fs }};`,
+		".lathe/tools/notes.txt":   "not a tool",
+		".lathe/tools/types.d.ts":  "declare const x: number;",
+	})
+	var warns []string
+	w := openWith(t, ws, &asker{say: true}, &warns)
+	all := strings.Join(warns, "\n")
+	for _, want := range []string{
+		"a/tool.json: entry ../../../etc/passwd lies outside the tool's directory",
+		`b/tool.json: json: unknown field "color"`,
+		`c/tool.json: runtime "deno"`,
+		`d/tool.json: name "no spaces" is not a tool name`,
+		"e/tool.json: inputSchema is missing",
+		`2bad.ts: "2bad" is not a tool name`,
+		`f/f.js:1:`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no warning with %q in:\n%s", want, all)
+		}
+	}
+	if !has(w, "ok") || has(w, "types") || has(w, "notes") {
+		t.Errorf("tools: ok %v, types %v, notes %v", has(w, "ok"), has(w, "types"), has(w, "notes"))
+	}
+}

@@ -249,7 +249,7 @@ func build(entry, root string, entryData []byte, node bool) (*Result, error) {
 	}
 	res := api.Build(bo)
 	if len(res.Errors) > 0 {
-		return nil, buildError(entry, res.Errors)
+		return nil, buildError(entry, root, res.Errors)
 	}
 	r := &Result{}
 	for _, f := range res.OutputFiles {
@@ -278,11 +278,17 @@ func build(entry, root string, entryData []byte, node bool) (*Result, error) {
 
 // buildError turns esbuild's messages into one error naming each file,
 // line and column (the column counted from 1, as editors do).
-func buildError(entry string, msgs []api.Message) error {
+func buildError(entry, root string, msgs []api.Message) error {
 	e := &Error{File: entry}
 	for _, m := range msgs {
 		if l := m.Location; l != nil {
-			e.Messages = append(e.Messages, fmt.Sprintf("%s:%d:%d: %s", l.File, l.Line, l.Column+1, m.Text))
+			// esbuild names files relative to its working directory, the
+			// tool's root.
+			file := l.File
+			if !filepath.IsAbs(file) {
+				file = filepath.Join(root, file)
+			}
+			e.Messages = append(e.Messages, fmt.Sprintf("%s:%d:%d: %s", file, l.Line, l.Column+1, m.Text))
 		} else {
 			e.Messages = append(e.Messages, m.Text)
 		}

@@ -186,3 +186,47 @@ func TestCacheDirChecks(t *testing.T) {
 		t.Error("a cache others may write was used")
 	}
 }
+
+// A cache record someone else could have written is not used: its code
+// would run as lathe. The record is rewritten with other code and made
+// writable by others; the next build must come from esbuild.
+func TestCachePoisonedRecordIsAMiss(t *testing.T) {
+	dir, cache := t.TempDir(), filepath.Join(t.TempDir(), "js")
+	write(t, filepath.Join(dir, "t.js"), `export default { execute() { return "honest" } };`)
+	if _, err := Build(filepath.Join(dir, "t.js"), Options{CacheDir: cache}); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := filepath.Glob(filepath.Join(cache, "*.json"))
+	if len(recs) != 1 {
+		t.Fatalf("records: %v", recs)
+	}
+	b, err := os.ReadFile(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	poisoned := strings.ReplaceAll(string(b), "honest", "poison")
+	if err := os.WriteFile(recs[0], []byte(poisoned), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(recs[0], 0o666); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(filepath.Join(dir, "t.js"), Options{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Cached || strings.Contains(string(r.Code), "poison") {
+		t.Fatalf("the poisoned record was used (cached %v)", r.Cached)
+	}
+	// The same bytes in a private record are used: the check above is
+	// what refused it.
+	if err := os.Chmod(recs[0], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(recs[0], []byte(poisoned), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Build(filepath.Join(dir, "t.js"), Options{CacheDir: cache}); err != nil || !r.Cached {
+		t.Fatalf("a private record was not used: %v", err)
+	}
+}
