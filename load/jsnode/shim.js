@@ -145,8 +145,18 @@ async function main() {
   }
   try {
     const out = await def.execute(req.arguments || {}, makeCtx(req));
-    if (typeof out === 'string') writeLine({ type: 'success', content: out });
-    else if (out === undefined) writeLine({ type: 'success', content: '' });
+    if (out !== null && typeof out === 'object' && Array.isArray(out.content)) {
+      // A result of its own, as the embedded engine takes it.
+      const structured = out.structured !== undefined ? out.structured : out.structuredContent;
+      if (out.isError) {
+        writeLine({ type: 'error', message: out.content.map((c) => (c && c.text) || '').join('\n') });
+      } else {
+        const ans = { type: 'success', content: out.content };
+        if (structured !== undefined && structured !== null) ans.structured = structured;
+        writeLine(ans);
+      }
+    } else if (typeof out === 'string') writeLine({ type: 'success', content: out });
+    else if (out === undefined || out === null) writeLine({ type: 'success', content: '' });
     else if (out !== null && typeof out === 'object' && !Array.isArray(out)) writeLine({ type: 'success', content: JSON.stringify(out), structured: out });
     else writeLine({ type: 'success', content: JSON.stringify(out) });
   } catch (e) {
