@@ -415,3 +415,31 @@ func TestBadManifests(t *testing.T) {
 		t.Errorf("tools: ok %v, types %v, notes %v", has(w, "ok"), has(w, "types"), has(w, "notes"))
 	}
 }
+
+// A packaged tool of the embedded engine: its definition is its
+// manifest's, its code the entry with its relative imports.
+func TestPackagedEmbeddedTool(t *testing.T) {
+	ws := workspace(t, map[string]string{
+		".lathe/tools/count/tool.json": `{"name": "count_words", "description": "Counts words.\nIn a text.", "entry": "src/main.ts",
+  "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+  "annotations": {"readOnlyHint": true}}`,
+		".lathe/tools/count/src/main.ts": `import { words } from "./words.ts";
+export default { execute(args: { text: string }) { return { words: words(args.text) }; } };`,
+		".lathe/tools/count/src/words.ts": `export const words = (s: string): number => s.split(/\s+/).filter(Boolean).length;`,
+	})
+	var warns []string
+	w := openWith(t, ws, &asker{say: true}, &warns)
+	d, ok := w.Engine.Lookup("count_words")
+	if !ok || d.Summary != "Counts words." || d.Runtime != "js" {
+		t.Fatalf("count_words: %+v %v; warnings %q", d, ok, warns)
+	}
+	out := w.Engine.Call(testContext(t), &tool.Call{Name: "count_words", Arguments: json.RawMessage(`{"text":"one two  three"}`)})
+	if out.Result == nil || out.Result.IsError || string(out.Result.Structured) != `{"words":3}` {
+		t.Fatalf("call: %+v %v", out.Result, out.Err())
+	}
+	// The arguments are checked against the manifest's schema.
+	out = w.Engine.Call(testContext(t), &tool.Call{Name: "count_words", Arguments: json.RawMessage(`{}`)})
+	if out.Result == nil || !out.Result.IsError || out.Result.ErrorKind != tool.KindInvalidArguments {
+		t.Errorf("a call without text: %+v", out.Result)
+	}
+}
