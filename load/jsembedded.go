@@ -10,6 +10,7 @@ import (
 	"github.com/lathe-tools/lathe/internal/statedir"
 	"github.com/lathe-tools/lathe/runtime/js"
 	"github.com/lathe-tools/lathe/tool"
+	"github.com/lathe-tools/lathe/trust"
 )
 
 // JSRuntime is the runtime name of tools run by the embedded engine.
@@ -65,7 +66,9 @@ func (l *localLoader) describeJS(b *builtJS, cacheDir string, opts js.Options) (
 	var d js.Definition
 	p := ""
 	if cacheDir != "" {
-		p = filepath.Join(cacheDir, "def-"+b.Result.Sum()+".json")
+		// Keyed by the bundle, which changes with every input and with
+		// esbuild's output, and by the format of the record.
+		p = filepath.Join(cacheDir, "def-"+trust.Sum(append([]byte("lathe-definition-1\x00"), b.Result.Code...))+".json")
 		if data, err := statedir.ReadPrivate(p, 16<<20); err == nil && json.Unmarshal(data, &d) == nil {
 			return d, nil
 		}
