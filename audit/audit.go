@@ -9,7 +9,7 @@
 // asked for during the call ([Operation]) are written with its end, in the
 // same transaction, one row each. The database runs in WAL mode, so
 // that `lathe audit` reads while a server writes; each Store writes through
-// one goroutine (see [Store]), and several processes may share the file.
+// one connection (see [Store]), and several processes may share the file.
 package audit
 
 import (
@@ -86,22 +86,29 @@ type Record struct {
 // Store is an open audit database. Its methods are safe for concurrent use.
 // It is a log: it holds no rules (grants live in [Grants]).
 //
-// One goroutine owns the store's only write connection: every write (a
-// record started, a record finished) is queued to it, and it
-// commits what has queued up in one transaction. SQLite takes one writer at
-// a time anyway; many connections writing at once only fight over the lock
-// and, under load, fail with SQLITE_BUSY. The queue is bounded, so that a
-// burst of calls waits for the writer rather than piling up in memory or
-// losing records. Another process writing the same database (lathe serve
-// and lathe call on one workspace) is waited for through SQLite's busy
-// timeout.
+// The store has one write connection. A write (a record started, a record
+// finished) that is the only one under way runs on the caller's goroutine;
+// writes that overlap are queued to the writer goroutine, which commits what has
+// queued up in one transaction once the connection is free. So a call in
+// sequence pays no hand-over between goroutines, and calls at once share
+// commits. SQLite takes one writer at a time anyway; many connections
+// writing at once only fight over the lock and, under load, fail with
+// SQLITE_BUSY. The queue is bounded, so that a burst of calls waits for the
+// writer rather than piling up in memory or losing records. Either way a
+// write returns once it is committed. Another process writing the same
+// database (lathe serve and lathe call on one workspace) is waited for
+// through SQLite's busy timeout.
 type Store struct {
 	path string
 	db   *sql.DB // readers; query_only
 
-	wdb  *sql.DB
-	ops  chan *op
-	done chan struct{} // closed when the writer has stopped
+	wdb *sql.DB
+	w   *writer
+	wmu sync.Mutex // held while the write connection is in use
+	// writing counts the writes under way, queued or running.
+	writing atomic.Int32
+	ops     chan *op
+	done    chan struct{} // closed when the writer has stopped
 
 	mu      sync.RWMutex // held for reading while an op is queued; Close takes it to stop the queue
 	closed  bool
@@ -229,8 +236,8 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("audit: opening %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(4)
-	s := &Store{path: path, db: db, wdb: wdb, ops: make(chan *op, queueLen), done: make(chan struct{})}
-	go s.write(w)
+	s := &Store{path: path, db: db, wdb: wdb, w: w, ops: make(chan *op, queueLen), done: make(chan struct{})}
+	go s.write()
 	return s, nil
 }
 
@@ -276,12 +283,15 @@ func (w *writer) close() {
 // write is the writer goroutine: it takes what has queued up, up to
 // maxBatch writes, and commits them in one transaction, until the queue is
 // closed and empty.
-func (s *Store) write(w *writer) {
+func (s *Store) write() {
 	defer close(s.done)
-	defer w.close()
+	defer s.w.close()
 	batch := make([]*op, 0, maxBatch)
 	for o := range s.ops {
 		batch = append(batch[:0], o)
+		// The connection may be in use by a write run directly (see
+		// do); what queues up meanwhile joins this batch.
+		s.wmu.Lock()
 	fill:
 		for len(batch) < maxBatch {
 			select {
@@ -294,7 +304,8 @@ func (s *Store) write(w *writer) {
 				break fill
 			}
 		}
-		w.commit(batch)
+		s.w.commit(batch)
+		s.wmu.Unlock()
 	}
 }
 
@@ -303,8 +314,9 @@ func (s *Store) write(w *writer) {
 // cost the others their records.
 func (w *writer) commit(batch []*op) {
 	if len(batch) == 1 {
-		// Every write is one statement, which SQLite commits on its own;
-		// BEGIN and COMMIT would only add two round trips.
+		// A write of one statement SQLite commits on its own, and one of
+		// several opens its own transaction (writer.atomic): BEGIN and
+		// COMMIT here would only add two round trips.
 		batch[0].errc <- batch[0].run(w)
 		return
 	}
@@ -348,15 +360,33 @@ func (w *writer) tx(f func() error) error {
 	return nil
 }
 
-// do queues a write and waits until it is committed. A full queue makes it
-// wait: records are never dropped to keep up.
+// do runs a write and returns once it is committed: on the caller's
+// goroutine when it is the only write under way, else queued to the writer
+// goroutine and waited for. A full queue makes it wait:
+// records are never dropped to keep up.
 func (s *Store) do(run func(w *writer) error) error {
-	o := &op{run: run, errc: make(chan error, 1)}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
 		return ErrClosed
 	}
+	// No other write under way: no batch to join. When writes overlap
+	// they are queued, so that they share commits. The read lock is held
+	// through the write, so that Close cannot close the connection under
+	// it.
+	defer s.writing.Add(-1)
+	if s.writing.Add(1) == 1 && s.wmu.TryLock() {
+		// A write of one statement SQLite commits on its own; one of
+		// several opens its own transaction (writer.atomic).
+		err := run(s.w)
+		s.wmu.Unlock()
+		s.mu.RUnlock()
+		if err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+		return nil
+	}
+	o := &op{run: run, errc: make(chan error, 1)}
 	s.ops <- o
 	s.mu.RUnlock()
 	if err := <-o.errc; err != nil {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -301,5 +302,72 @@ func TestCloseFinishesCallsInFlight(t *testing.T) {
 	}
 	if _, err := s.Start(context.Background(), &audit.Record{Tool: "late"}); !errors.Is(err, audit.ErrClosed) {
 		t.Errorf("a write after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestWritesRacingClose writes from many goroutines while the store closes:
+// a write run on its caller's goroutine and one queued to the writer alike
+// either returns ErrClosed or is in the database, never lost, and Close
+// waits for the ones under way.
+func TestWritesRacingClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lathe.db")
+	s, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			for {
+				_, err := s.Start(context.Background(), &audit.Record{Tool: "race", Time: time.Now()})
+				if errors.Is(err, audit.ErrClosed) {
+					return
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				ok.Add(1)
+			}
+		})
+	}
+	time.Sleep(100 * time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close hung while writes ran")
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("writes still running 30s after Close")
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	s2, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	recs, err := s2.List(context.Background(), audit.Filter{Limit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok.Load() == 0 || int64(len(recs)) != ok.Load() {
+		t.Fatalf("%d writes returned without error, the database holds %d records", ok.Load(), len(recs))
 	}
 }

@@ -43,6 +43,13 @@ const proxySrcEnv = "LATHE_MCP_PROXY_SRC"
 // compare two versions of lathe in one run of the machine.
 const latheBinEnv = "LATHE_BENCH_LATHE"
 
+// latheBaseEnv names the variable that adds a fifth side to
+// BenchmarkGateway, lathe-base: another lathe binary (an earlier version,
+// say) measured in the same rounds as lathe, with lathe's ratio to it. Two
+// versions of lathe compared in one run see the same machine, where runs
+// minutes apart on a shared machine do not.
+const latheBaseEnv = "LATHE_BENCH_BASE"
+
 // proxyModule and proxyVersion are the mcp-proxy that BenchmarkGateway
 // builds when LATHE_MCP_PROXY_SRC is not set.
 const (
@@ -165,9 +172,23 @@ func BenchmarkGateway(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	lathe, err := startLathe(ctx, b, dir, self)
+	bin := os.Getenv(latheBinEnv)
+	if bin == "" {
+		bin = filepath.Join(dir, "lathe")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/lathe-tools/lathe/cmd/lathe")
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("building lathe: %v\n%s", err, out)
+		}
+	}
+	lathe, err := startLathe(b, "lathe", bin, filepath.Join(dir, "lathe-run"), self)
 	if err != nil {
 		b.Fatal(err)
+	}
+	var base *gatewaySide
+	if bin := os.Getenv(latheBaseEnv); bin != "" {
+		if base, err = startLathe(b, "lathe-base", bin, filepath.Join(dir, "base-run"), self); err != nil {
+			b.Fatal(err)
+		}
 	}
 	proxy, why := startProxy(ctx, b, dir, self)
 	direct := &gatewaySide{name: "direct", tool: "echo", connect: func(ctx context.Context) (*sdk.ClientSession, error) {
@@ -184,6 +205,9 @@ func BenchmarkGateway(b *testing.B) {
 	sides := []*gatewaySide{direct, lathe, httpSide("sdk-proxy", "echo", floorURL, httpClient("", ""), floor.Process)}
 	if proxy != nil {
 		sides = append(sides, proxy)
+	}
+	if base != nil {
+		sides = append(sides, base)
 	}
 
 	for _, clients := range []int{1, 16} {
@@ -329,6 +353,10 @@ func runGateway(ctx context.Context, b *testing.B, sides []*gatewaySide, clients
 		b.ReportMetric(rate(l)/rate(p), "lathe/mcp-proxy-calls/s")
 		cpuRatio(p)
 	}
+	if p := bySide["lathe-base"]; p != nil {
+		b.ReportMetric(rate(l)/rate(p), "lathe/lathe-base-calls/s")
+		cpuRatio(p)
+	}
 }
 
 // procCPU returns the processor time, user and system, that p has used so
@@ -421,18 +449,11 @@ func httpSide(name, tool, endpoint string, hc *http.Client, proc *os.Process) *g
 	}}
 }
 
-// startLathe builds the lathe binary and serves the upstream with it over
-// HTTP. The configuration is the user's file (which needs no trust), with
+// startLathe serves the upstream over HTTP with the lathe binary bin, as
+// the side called name, in a workspace and configuration of its own under
+// dir. The configuration is the user's file (which needs no trust), with
 // the audit log at its default place in the workspace, on.
-func startLathe(ctx context.Context, b *testing.B, dir, self string) (*gatewaySide, error) {
-	bin := os.Getenv(latheBinEnv)
-	if bin == "" {
-		bin = filepath.Join(dir, "lathe")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/lathe-tools/lathe/cmd/lathe")
-		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building lathe: %v\n%s", err, out)
-		}
-	}
+func startLathe(b *testing.B, name, bin, dir, self string) (*gatewaySide, error) {
 	ws, cfg, state := filepath.Join(dir, "ws"), filepath.Join(dir, "config"), filepath.Join(dir, "state")
 	for _, d := range []string{ws, filepath.Join(cfg, "lathe"), state} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -454,11 +475,11 @@ approval = "allow"
 	cmd := exec.Command(bin, "--workspace", ws, "serve", "--http", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+cfg, "XDG_STATE_HOME="+state, "XDG_CACHE_HOME="+filepath.Join(dir, "cache"),
 		"LATHE_TOKEN="+token)
-	addr, err := startServer(b, cmd, "lathe", serving)
+	addr, err := startServer(b, cmd, name, serving)
 	if err != nil {
 		return nil, err
 	}
-	side := httpSide("lathe", "up__echo", addr, httpClient("Authorization", "Bearer "+token), cmd.Process)
+	side := httpSide(name, "up__echo", addr, httpClient("Authorization", "Bearer "+token), cmd.Process)
 	side.check = func(calls int) error {
 		// The audit log must hold a finished record of every call timed.
 		s, err := audit.Open(filepath.Join(ws, ".lathe", "lathe.db"))

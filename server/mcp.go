@@ -661,6 +661,7 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	if max := cmp.Or(opts.MaxSessions, DefaultMaxSessions); max > 0 {
 		h = s.limitSessions(max, h)
 	}
+	h = endWithAnswer(h)
 	h = readBody(h)
 	h = sameOrigin(h)
 	if opts.Token != "" {

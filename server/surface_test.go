@@ -271,7 +271,12 @@ func TestLogsThroughServer(t *testing.T) {
 		srv := server.New(e, server.Options{Upstream: openPool(t, e, surfaceUpstream(t, "a"))})
 		defer srv.Close()
 		ts := httptest.NewServer(srv.Handler(server.HTTPOptions{}))
-		defer ts.Close()
+		// A client still connected would hold ts.Close forever: a failure
+		// below must end the test, not hang it.
+		defer func() {
+			ts.CloseClientConnections()
+			ts.Close()
+		}()
 		var l clientLog
 		opts := &sdk.ClientOptions{LoggingMessageHandler: l.handler}
 		var cs *sdk.ClientSession
@@ -285,7 +290,9 @@ func TestLogsThroughServer(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		defer cs.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
 		if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
 			t.Fatal(err)
 		}
@@ -316,8 +323,6 @@ func TestLogsThroughServer(t *testing.T) {
 		if msgs[0].Data != "a later" || msgs[0].Logger != "a" || msgs[0].Level != "warning" {
 			t.Errorf("%s: background message: %+v", via, msgs[0])
 		}
-		cancel()
-		cs.Close()
 	}
 }
 

@@ -45,7 +45,10 @@ var logLevels = []string{"debug", "info", "notice", "warning", "error", "critica
 func ValidLogLevel(level string) bool { return slices.Contains(logLevels, level) }
 
 // settleTimeout bounds the wait of a call for the notifications read
-// before its answer: one the SDK drops as malformed is never handled.
+// before its answer while none of them is handled: one the SDK drops as
+// malformed never is. As long as they are being handled the call waits on:
+// a server that sends a thousand messages before its answer, read faster
+// than lathe passes them on, must not have the tail of them cut off.
 const settleTimeout = 250 * time.Millisecond
 
 // order counts the log and progress notifications a session read and
@@ -78,8 +81,8 @@ func (o *order) noteHandled() {
 	o.mu.Unlock()
 }
 
-// settle waits until the notifications read so far are handled, for at
-// most settleTimeout or until ctx ends.
+// settle waits until the notifications read so far are handled, or until
+// none has been handled for settleTimeout, or until ctx ends.
 func (o *order) settle(ctx context.Context) {
 	o.mu.Lock()
 	target := o.read
@@ -101,6 +104,8 @@ func (o *order) settle(ctx context.Context) {
 		}
 		select {
 		case <-wake:
+			// Progress: the bound starts again.
+			timer.Reset(settleTimeout)
 		case <-timer.C:
 			// What was not handled by now never will be (the SDK dropped
 			// it as malformed): the count starts again from here, so that

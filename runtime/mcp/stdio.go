@@ -1,9 +1,7 @@
 package mcp
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"io"
 	"os/exec"
 	"sync"
@@ -16,8 +14,9 @@ import (
 
 // stdioTransport starts a server's command and speaks to it over its
 // standard input and output, newline-delimited JSON, as the SDK's
-// CommandTransport does, with one difference: what the server writes passes
-// through [screen] before the SDK decodes it. The SDK decodes a message
+// CommandTransport does, through a connection of lathe's own (see
+// [stdioConn]), with one difference: what the server writes passes through
+// [screen] before it is decoded. The SDK decodes a message
 // whole, so a tools/list answer that one tool spoils (nested past the JSON
 // decoder's depth, say) would otherwise end the session and cost every tool
 // of the server; screened, it costs that tool.
@@ -53,9 +52,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	if t.started != nil {
 		t.started(pr)
 	}
-	p := &proc{p: pr, stdin: stdin, grace: t.grace}
-	r := &screenReader{src: bufio.NewReaderSize(stdout, 64<<10), cap: t.cap, proc: p}
-	return (&sdk.IOTransport{Reader: r, Writer: p, MaxLineLength: maxLine}).Connect(ctx)
+	return newStdioConn(&proc{p: pr, stdin: stdin, grace: t.grace}, stdout, t.cap), nil
 }
 
 // proc is the server's process, seen as the writing end of the session.
@@ -92,50 +89,3 @@ func (p *proc) Close() error {
 	})
 	return nil
 }
-
-// screenReader passes on what the server writes, line by line, screening
-// the answers to tools/list requests (see [screen]).
-type screenReader struct {
-	src  *bufio.Reader
-	cap  *capture
-	proc *proc
-	buf  []byte
-	err  error
-}
-
-func (r *screenReader) Read(p []byte) (int, error) {
-	for len(r.buf) == 0 {
-		if r.err != nil {
-			return 0, r.err
-		}
-		line, err := r.line()
-		r.err = err
-		if len(line) > 0 && r.cap != nil {
-			line = r.cap.screen(line)
-		}
-		r.buf = line
-	}
-	n := copy(p, r.buf)
-	r.buf = r.buf[n:]
-	return n, nil
-}
-
-// line reads up to and including the next newline. A line longer than
-// maxLine is passed on as it comes, unscreened, for the SDK to refuse.
-func (r *screenReader) line() ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.src.ReadSlice('\n')
-		line = append(line, chunk...)
-		if errors.Is(err, bufio.ErrBufferFull) {
-			if len(line) > maxLine {
-				return line, nil
-			}
-			continue
-		}
-		return line, err
-	}
-}
-
-// Close ends the server's process: the session is over.
-func (r *screenReader) Close() error { return r.proc.Close() }
