@@ -28,8 +28,7 @@ const wcText = "the quick brown fox jumps over the lazy dog"
 // directory and returns its path.
 func cWordCount(b *testing.B) string {
 	b.Helper()
-	src := "../runtime/wasm/testdata/c/"
-	return wasmbuild.C(b, filepath.Join(b.TempDir(), "wc.wasm"), src+"wc.c", src+"lathe.c")
+	return wasmbuild.C(b, filepath.Join(b.TempDir(), "wc.wasm"), "-I../sdk/c", "../runtime/wasm/testdata/c/wc.c", "../sdk/c/lathe.c")
 }
 
 // bareWASM is the raw floor of a WASM tool call: wazero alone, with the

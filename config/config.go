@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -39,6 +41,10 @@ type Config struct {
 	// Sandbox holds the [sandbox] table: profile, limits and permissions of
 	// process tools (see sandbox.go).
 	Sandbox Sandbox `toml:"sandbox"`
+	// ToolsDirs are more directories of JavaScript and TypeScript tools
+	// (tools_dirs, absolute paths or ~/…), beside the workspace's
+	// .lathe/tools and the user's own tools directory.
+	ToolsDirs []string `toml:"tools_dirs"`
 	// Files names the files that were read, lowest precedence first.
 	Files []string `toml:"-"`
 
@@ -175,6 +181,7 @@ func Parse(name string, data []byte) (*Config, error) {
 		}
 	}
 	errs = append(errs, cfg.Policy.checkRules()...)
+	errs = append(errs, cfg.checkToolsDirs(name)...)
 	if err := joinSorted(errs); err != nil {
 		return nil, err
 	}
@@ -418,4 +425,28 @@ func (c *Config) Unused(known func(name string) bool) error {
 		return cmp.Or(cmp.Compare(rank(pa.File), rank(pb.File)), cmp.Compare(pa.Line, pb.Line))
 	})
 	return join(errs)
+}
+
+// checkToolsDirs makes each of tools_dirs absolute: a path starting ~/ is
+// taken from $HOME; a relative one is an error, since what it is relative
+// to would change with the file that merges it.
+func (c *Config) checkToolsDirs(file string) []error {
+	var errs []error
+	pos, ok := c.origins[pathKey([]string{"tools_dirs"})]
+	if !ok {
+		pos = Pos{File: file}
+	}
+	for i, d := range c.ToolsDirs {
+		if rest, ok := strings.CutPrefix(d, "~/"); ok {
+			if home := os.Getenv("HOME"); filepath.IsAbs(home) {
+				d = filepath.Join(home, rest)
+			}
+		}
+		if !filepath.IsAbs(d) {
+			errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf("tools_dirs: %q is not an absolute path (or ~/…)", c.ToolsDirs[i])})
+			continue
+		}
+		c.ToolsDirs[i] = filepath.Clean(d)
+	}
+	return errs
 }

@@ -205,6 +205,9 @@ func (c *Config) Split() (*Config, []Widening) {
 		}
 		return Pos{File: file}
 	}
+	if len(c.ToolsDirs) > 0 {
+		add(at("tools_dirs"), "tools_dirs", "loads JavaScript tools from %s", strings.Join(c.ToolsDirs, ", "))
+	}
 	for _, k := range setKeys(&c.Audit) {
 		add(at("audit", k), "audit."+k, "changes where calls are recorded, or what is")
 	}

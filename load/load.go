@@ -36,6 +36,12 @@
 // trust it now; [Options].RequireTrust makes a file left out an error
 // instead, for a server that must not run with part of its tools.
 //
+// JavaScript and TypeScript tool files (in .lathe/tools of the workspace,
+// the user's tools directory and the configuration's tools_dirs; see
+// docs/js.md) are code too: a tool runs, and is even described, only once
+// a person has trusted its file with every file its code is built from.
+// Until then it is left out and listed in [Workspace].Untrusted.
+//
 // # Questions and approvals
 //
 // A call the policy says to ask about goes to [Options].Approver; without
@@ -292,6 +298,9 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 		return err
 	}
 	if err := w.loadLocal(ctx, opts, known); err != nil {
+		return err
+	}
+	if err := w.loadJS(ctx, opts, known); err != nil {
 		return err
 	}
 	if err := w.loadMCP(ctx, opts, known); err != nil {

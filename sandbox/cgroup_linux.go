@@ -26,6 +26,7 @@ type cgroupSet struct {
 	dirs   []string // the groups
 	join   []string // the files the init writes to join them
 	clone  *os.File // v2: the group, open for the init to be cloned into; nil where it joins instead
+	pids   bool     // whether a pids group bounds the run's processes
 }
 
 // maxIdleCgroups bounds the groups kept for reuse.
@@ -175,6 +176,7 @@ func makeCgroup(l Limits) *cgroupSet {
 		}
 		s.dirs = append(s.dirs, d)
 		s.join = append(s.join, filepath.Join(d, "tasks"))
+		s.pids = s.pids || ctrl == "pids"
 	}
 	if len(s.dirs) == 0 {
 		return nil
@@ -221,7 +223,8 @@ func makeCgroupV2(l Limits, name string) *cgroupSet {
 		writeFile(filepath.Join(d, "memory.swap.max"), 0)
 		writeFile(filepath.Join(d, "memory.oom.group"), 1)
 	}
-	s := &cgroupSet{limits: l, dirs: []string{d}, join: []string{filepath.Join(d, "cgroup.procs")}}
+	s := &cgroupSet{limits: l, dirs: []string{d}, join: []string{filepath.Join(d, "cgroup.procs")},
+		pids: l.Processes > 0 && ctrls["pids"]}
 	// The group stays open as long as the set, which runs reuse.
 	if f, err := os.Open(d); err == nil {
 		if canCloneInto(f) {
@@ -415,4 +418,39 @@ func removeCgroup(d string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// oomKills returns how many processes the kernel has killed in s's memory
+// group for running out of its memory: the oom_kill count of memory.events
+// (v2) or memory.oom_control (v1, Linux 4.13 and later). A set is reused
+// by later runs, so a run compares the count after it with the count
+// before. It is 0 where s has no memory group or the kernel keeps no count.
+func (s *cgroupSet) oomKills() int64 {
+	if s == nil {
+		return 0
+	}
+	for _, d := range s.dirs {
+		for _, name := range []string{"memory.events", "memory.oom_control"} {
+			f := readFields(filepath.Join(d, name))
+			for i := 0; i+1 < len(f); i += 2 {
+				if f[i] == "oom_kill" {
+					n, _ := strconv.ParseInt(f[i+1], 10, 64)
+					return n
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// reportOOM writes to the run's standard error, once the run is over, that
+// the kernel killed a process of it for using more than its memory limit,
+// when the count of such kills of its group grew from before. Killed by the
+// memory cgroup, a process gets SIGKILL and cannot say why itself; without
+// this, its caller saw only "signal: killed".
+func reportOOM(cmd *exec.Cmd, cg *cgroupSet, before int64, limit int64) {
+	if cmd.Stderr == nil || cg.oomKills() <= before {
+		return
+	}
+	fmt.Fprintf(cmd.Stderr, "lathe: the sandbox killed the tool: it used all of its memory limit (%d MiB, [sandbox.limits] memory)\n", limit>>20)
 }

@@ -28,6 +28,7 @@ import (
 // "socketpair" makes a Unix socket pair.
 func TestMain(m *testing.M) {
 	helperMain()
+	threadsMain()
 	if len(os.Args) >= 3 && os.Args[1] == "connect" {
 		network := "tcp"
 		if len(os.Args) == 4 {
@@ -179,16 +180,25 @@ func requireKillsFailed(t *testing.T, out string, names ...string) {
 const memoryHog = `perl -e '$| = 1; printf "%s-%s\n", "perl", "allocating"; $x = "a" x $ARGV[0]; print "held\n"' `
 
 // requireMemoryLimit runs memoryHog under cfg, which must limit memory to
-// 64 MiB: a GiB must fail after perl started, and a MiB must fit, so that
-// the failure is the limit's doing rather than the script's.
+// 64 MiB: an allocation past the limit must fail after perl started, and a
+// MiB must fit, so that the failure is the limit's doing rather than the
+// script's. Where the run gets a memory cgroup, the hog is a GiB, which the
+// address space would allow (it is the limit and a reserve of some GiB
+// more): only the cgroup stops it. Where it does not, the hog is past the
+// address space, and fails as one allocation without touching any memory.
 func requireMemoryLimit(t *testing.T, cfg sandbox.Config) {
 	t.Helper()
-	out, err := run(t, cfg, memoryHog+strconv.Itoa(1<<30))
+	hog, bound := int64(1<<30), "the memory cgroup"
+	if !sandbox.MemoryCgroup(cfg) {
+		hog, bound = cfg.Limits.Memory+sandbox.AddressReserve()+64<<20, "the address space (no memory cgroup here)"
+	}
+	t.Logf("a hog of %d MiB against %s", hog>>20, bound)
+	out, err := run(t, cfg, memoryHog+strconv.FormatInt(hog, 10))
 	if !strings.Contains(out, "perl-allocating") {
 		t.Fatalf("perl never reached the allocation: %v\n%s", err, out)
 	}
 	if err == nil || strings.Contains(out, "held") {
-		t.Fatalf("a 1 GiB allocation passed a 64 MiB limit: %v\n%s", err, out)
+		t.Fatalf("a %d MiB allocation passed a 64 MiB limit, bounded by %s: %v\n%s", hog>>20, bound, err, out)
 	}
 	if out, err := run(t, cfg, memoryHog+strconv.Itoa(1<<20)); err != nil || !strings.Contains(out, "held") {
 		t.Fatalf("a 1 MiB allocation failed under a 64 MiB limit: %v\n%s", err, out)

@@ -243,7 +243,7 @@ func hardenedSpec(c Config, ws, dir string, hide, args, env []string) ociSpec {
 		s.Process.Rlimits = append(s.Process.Rlimits, ociRlimit{Type: kind, Hard: n, Soft: n})
 	}
 	if l.Memory > 0 {
-		limit("RLIMIT_AS", uint64(l.Memory))
+		limit("RLIMIT_AS", addressSpace(l.Memory))
 	}
 	if l.CPU > 0 {
 		limit("RLIMIT_CPU", uint64((l.CPU+time.Second-1)/time.Second))

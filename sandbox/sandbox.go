@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"time"
 
@@ -80,8 +81,12 @@ type Limits struct {
 	// Wall is the longest a run may take; the caller enforces it with the
 	// command's context.
 	Wall time.Duration `toml:"wall_time"`
-	// Memory caps the address space of each process (RLIMIT_AS) and, where
-	// cgroups are available, the memory of the whole run, in bytes.
+	// Memory caps the memory of the whole run, in bytes, with the memory
+	// cgroup where lathe can create one. Each process's address space
+	// (RLIMIT_AS) is capped too, at Memory and a reserve for what runtimes
+	// reserve and never touch: 2 GiB and 512 MiB per CPU more. That is
+	// the only bound where there is no cgroup (under [Dev], say), and a
+	// looser backstop where there is one.
 	Memory int64 `toml:"memory"`
 	// CPU caps the processor time of each process (RLIMIT_CPU).
 	CPU time.Duration `toml:"cpu_time"`
@@ -113,6 +118,34 @@ var defaultLimits = Limits{
 	Processes: 256,
 	Output:    1 << 20,
 	FileSize:  1 << 30,
+}
+
+// addressReserve returns the address space a process under a memory
+// limit may have beyond the limit itself. Runtimes reserve address space
+// they never touch, and RLIMIT_AS counts it as if it were memory: Go
+// reserves about a GiB at start for its heap's index (less when the limit
+// is low, as it then falls back to smaller reservations), each thread of a
+// program linked with the C library gets a stack of RLIMIT_STACK (8 MiB by
+// default), and glibc's malloc gives a thread an arena of its own, 64 MiB
+// of address space each, up to eight per CPU. A Go tool under an address
+// space of just its memory limit of 1 GiB had a few hundred MiB left for
+// its threads, and failed to start one ("pthread_create failed: Resource
+// temporarily unavailable") or aborted out of memory, at random, with
+// most of its memory untouched. The reserve is 2 GiB, for the runtime and
+// the threads' stacks, and 512 MiB per CPU, for glibc's arenas.
+//
+// Where lathe can create a memory cgroup for the run, the cgroup bounds
+// the memory the run uses to [Limits.Memory] exactly; where it cannot, the
+// address space is the only bound, and a process may use up to the limit
+// and this reserve.
+func addressReserve() int64 {
+	return 2<<30 + int64(runtime.NumCPU())*512<<20
+}
+
+// addressSpace is the RLIMIT_AS of each process of a run whose memory is
+// limited to memory bytes.
+func addressSpace(memory int64) uint64 {
+	return uint64(memory) + uint64(addressReserve())
 }
 
 // WithDefaults returns l with its zero fields set from [DefaultLimits].

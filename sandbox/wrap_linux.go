@@ -53,6 +53,7 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 	args := []string{initArg0, "lathe", strconv.Itoa(3 + len(cmd.ExtraFiles))}
 	cmd.ExtraFiles = append(cmd.ExtraFiles, line)
 	cleanup := noop
+	pidsGroup := false // whether a pids cgroup bounds the run
 	if c.Profile == Dev {
 		// A dev run is a host process: the init forks it and supervises
 		// it, so that whatever it starts ends with it, or with lathe.
@@ -82,7 +83,10 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 			return noop, err
 		}
 		cg, removeCgroups := newCgroup(c.Limits)
+		pidsGroup = cg != nil && cg.pids
+		kills := cg.oomKills()
 		cleanup = func() {
+			reportOOM(cmd, cg, kills, c.Limits.Memory)
 			removeCgroups()
 			t.release()
 		}
@@ -116,7 +120,7 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 			cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGKILL) }
 		}
 	}
-	args = append(args, rlimitArgs(c.Limits)...)
+	args = append(args, rlimitArgs(c.Limits, pidsGroup)...)
 	args = append(args, "path", path, "--")
 	cmd.SysProcAttr = attr
 	cmd.Args = append(args, cmd.Args...)
@@ -162,14 +166,23 @@ func staticArgs(s shape) []string {
 }
 
 // rlimitArgs are the init's limits, the address-space limit last: from
-// there on the init may not be able to map another page.
-func rlimitArgs(l Limits) []string {
+// there on the init may not be able to map another page. pidsGroup says
+// whether a pids cgroup bounds the run's processes.
+func rlimitArgs(l Limits, pidsGroup bool) []string {
 	var args []string
 	set := func(res int, v uint64) {
 		args = append(args, "rlimit", strconv.Itoa(res)+" "+strconv.FormatUint(v, 10))
 	}
-	if l.Processes > 0 {
-		// Counted per user namespace; the pids cgroup bounds each run.
+	if l.Processes > 0 && !pidsGroup {
+		// RLIMIT_NPROC counts every process and thread of the user in
+		// the user namespace, not of the run: under standard, every run
+		// of the same template, under dev every process of the user on
+		// the host. A Go tool of a few dozen threads then failed to start
+		// one (pthread_create EAGAIN) while other runs were going, though
+		// it was far within its own limit. The pids cgroup counts the run
+		// alone, so where there is one it is the only bound; where there
+		// is none, the rlimit is, shared as it is. (It never binds the
+		// host's root, which runs in the template's namespace too.)
 		set(unix.RLIMIT_NPROC, uint64(l.Processes))
 	}
 	if l.CPU > 0 {
@@ -180,7 +193,7 @@ func rlimitArgs(l Limits) []string {
 		set(unix.RLIMIT_FSIZE, uint64(l.FileSize))
 	}
 	if l.Memory > 0 {
-		set(unix.RLIMIT_AS, uint64(l.Memory))
+		set(unix.RLIMIT_AS, addressSpace(l.Memory))
 	}
 	return args
 }

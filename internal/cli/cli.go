@@ -126,6 +126,7 @@ func newRoot(s Streams, extra []tool.Tool) (*cobra.Command, *globals) {
 	root.AddCommand(newCacheCmd(g))
 	root.AddCommand(newAuditCmd(g))
 	root.AddCommand(newTrustCmd(g))
+	root.AddCommand(newToolsCmd(g))
 	root.AddCommand(newAuthCmd(g))
 	root.AddCommand(newConfigCmd(g), newPolicyCmd(g))
 	return root, g

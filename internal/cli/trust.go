@@ -203,9 +203,20 @@ func (g *globals) trustFile(store *trust.Store, ws, file string, yes bool) error
 	if err != nil {
 		return err
 	}
-	c, err := config.Parse(file, data)
-	if err != nil {
-		return &configError{fmt.Errorf("%w\n%s was not trusted: fix it first", err, file)}
+	var widenings []config.Widening
+	if load.IsToolFile(file) {
+		// A tool file is trusted with every file it is built from: what is
+		// recorded is their content, each with its hash.
+		if data, err = load.ToolTrustText(ws, file); err != nil {
+			return &configError{fmt.Errorf("%w\n%s was not trusted: fix it first", err, file)}
+		}
+		widenings = []config.Widening{{Pos: config.Pos{File: file}, Key: "tool", What: "runs a JavaScript tool built from the files below"}}
+	} else {
+		c, err := config.Parse(file, data)
+		if err != nil {
+			return &configError{fmt.Errorf("%w\n%s was not trusted: fix it first", err, file)}
+		}
+		_, widenings = c.Split()
 	}
 	st, rec, err := store.Check(ws, file, data)
 	if err != nil && rec == nil && !errors.Is(err, trust.ErrInsideWorkspace) && !errors.Is(err, fs.ErrNotExist) {
@@ -221,12 +232,11 @@ func (g *globals) trustFile(store *trust.Store, ws, file string, yes bool) error
 		fmt.Fprintf(out, "%s is already trusted (sha256 %s, %s)\n", trust.Visible(file), rec.SHA256[:12], rec.Time.Format(time.RFC3339))
 		return nil
 	}
-	_, ws2 := c.Split()
 	old := ""
 	if rec != nil {
 		old = rec.Content
 	}
-	showPending(out, file, st, ws2, trust.Diff(old, string(data)))
+	showPending(out, file, st, widenings, trust.Diff(old, string(data)))
 	if !yes {
 		if !isTerminal(g.streams.In) {
 			return &untrustedError{fmt.Errorf("%s was not trusted: standard input is not a terminal to ask on; run lathe trust --yes after reading it", file)}
@@ -251,6 +261,9 @@ func listTrust(w io.Writer, store *trust.Store) error {
 	for _, r := range recs {
 		state := "unchanged"
 		data, rerr := os.ReadFile(r.File)
+		if rerr == nil && load.IsToolFile(r.File) {
+			data, rerr = load.ToolTrustText(r.Workspace, r.File)
+		}
 		switch {
 		case errors.Is(rerr, fs.ErrNotExist):
 			state = "missing"

@@ -95,7 +95,10 @@ func Surface(name string) *sdk.Server {
 		func(_ context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
 			ss := req.Session
 			go func() {
-				time.Sleep(100 * time.Millisecond)
+				// Long enough after the answer that lathe, however loaded
+				// the machine, has finished the call: a message that came
+				// while the call was still in flight would be the call's.
+				time.Sleep(500 * time.Millisecond)
 				ss.Log(context.Background(), &sdk.LoggingMessageParams{Level: "warning", Data: name + " later"})
 			}()
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "soon"}}}, nil, nil

@@ -72,11 +72,18 @@ func TestInfiniteLoops(t *testing.T) {
 		"recursion":   `const f = () => { try { f(); } catch (e) {} f(); }; f();`,
 	} {
 		t.Run(name, func(t *testing.T) {
+			if name == "recursion" && raceEnabled {
+				// The call still ends at its deadline, but the engine
+				// goes on for minutes under the race detector before it
+				// sees the interrupt, burning a core the other tests
+				// need; the run without it covers the case.
+				t.Skip("the race detector slows the engine's stack traces too much for this case")
+			}
 			tl := newTool(t, "loop", `{ async execute() { `+body+` } }`, "", host.Permissions{})
 			start := time.Now()
 			out := call(t, tl, map[string]any{}, 300*time.Millisecond)
-			if d := time.Since(start); d > 10*time.Second {
-				t.Errorf("the call returned %s after its deadline of 300ms", d)
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("the call returned %s after it started, with a deadline of 300ms", d)
 			}
 			if out.Result == nil || !out.Result.IsError {
 				t.Fatalf("the loop ended with %q, want an error", textOf(out))
@@ -282,4 +289,48 @@ func TestEvalDeadline(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("Eval returned %s after start, past its deadline of 200ms", d)
 	}
+}
+
+// Closing the runtime ends the calls it runs, promptly, and refuses new
+// ones.
+func TestCloseWhileRunning(t *testing.T) {
+	rt, err := js.New(module(`{ execute() { for (;;) {} } }`), js.Options{File: "spin.js"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := &tool.Definition{Name: "spin"}
+	done := make(chan error, 1)
+	go func() {
+		_, err := rt.Execute(context.Background(), def, &tool.Call{Name: "spin"})
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	rt.Close()
+	select {
+	case err := <-done:
+		var te *tool.Error
+		if !errors.As(err, &te) || te.Kind != tool.KindRuntimeFailure || !strings.Contains(te.Message, "closed") {
+			t.Errorf("a call running when the runtime closed: %v, want a runtime_failure saying it was closed", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call did not return after its runtime closed")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Close took %s", d)
+	}
+	if _, err := rt.Execute(context.Background(), def, &tool.Call{Name: "spin"}); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("a call after Close: %v, want the runtime closed", err)
+	}
+}
+
+// The limit refuses only what is past it: a tool that needs a few MiB, well
+// under its 32 MiB, gets them.
+func TestMemoryUnderTheLimit(t *testing.T) {
+	tl := newTool(t, "modest", `{ execute() {
+		const a = [];
+		for (let i = 0; i < 40; i++) a.push(new Array(25000).fill(i));
+		return "kept " + a.length;
+	} }`, "", host.Permissions{})
+	wantText(t, call(t, tl, map[string]any{}, time.Minute), "kept 40")
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/lathe-tools/lathe/tool"
 	"modernc.org/quickjs"
@@ -13,7 +15,9 @@ import (
 // Func is a Go function bound into a script by [EvalOptions].Bindings. It
 // receives the JSON of its first argument ("null" when there is none) and
 // returns the JSON of its value. A returned error is thrown in the script as
-// an Error with the error's text, which the script can catch.
+// an Error with the error's text, which the script can catch. When ctx ends
+// while a Func runs, Eval may return before the Func does; the Func's ctx
+// is done then.
 type Func func(ctx context.Context, arg json.RawMessage) (json.RawMessage, error)
 
 // EvalOptions configure [Eval].
@@ -44,6 +48,37 @@ type EvalOptions struct {
 // whose promise can never settle, with kind runtime_failure; one stopped by
 // ctx with ctx's error.
 func Eval(ctx context.Context, code string, opts EvalOptions) (json.RawMessage, error) {
+	type answer struct {
+		res json.RawMessage
+		err error
+	}
+	done := make(chan answer, 1)
+	s := &script{ctx: ctx, opts: &opts}
+	go func() {
+		res, err := s.eval(code)
+		done <- answer{res, err}
+	}()
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-ctx.Done():
+	}
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-time.After(stopGrace):
+		// The engine stops on its own goroutine once it sees the
+		// interrupt; no binding starts after ctx has ended, and no
+		// console line reaches opts.Console after Eval returns.
+		s.mu.Lock()
+		s.returned = true
+		s.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+func (s *script) eval(code string) (json.RawMessage, error) {
+	ctx, opts := s.ctx, s.opts
 	if opts.MemoryLimit <= 0 {
 		opts.MemoryLimit = DefaultMemoryLimit
 	}
@@ -62,7 +97,6 @@ func Eval(ctx context.Context, code string, opts EvalOptions) (json.RawMessage, 
 	stop := context.AfterFunc(ctx, vm.Interrupt)
 	defer stop()
 
-	s := &script{ctx: ctx, opts: &opts}
 	for _, f := range []struct {
 		name string
 		fn   quickjs.HostFunc
@@ -139,6 +173,9 @@ type script struct {
 	payload string
 	written int
 	cut     bool
+
+	mu       sync.Mutex
+	returned bool // Eval has returned without waiting for the engine
 }
 
 func (s *script) settle(args []any) (any, error) {
@@ -153,6 +190,11 @@ func (s *script) settle(args []any) (any, error) {
 
 func (s *script) console(args []any) (any, error) {
 	if len(args) != 2 || s.opts.Console == nil || s.cut {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.returned {
 		return nil, nil
 	}
 	level, _ := args[0].(string)

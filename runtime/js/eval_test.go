@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/runtime/js"
 	"github.com/lathe-tools/lathe/tool"
@@ -188,4 +189,21 @@ func TestCtxAPI(t *testing.T) {
 	if string(out.Result.Structured) != want {
 		t.Errorf("got  %s\nwant %s", out.Result.Structured, want)
 	}
+}
+
+func TestAskSelect(t *testing.T) {
+	tl := newTool(t, "pick", `{ execute(args, ctx) {
+		return "picked " + ctx.ask({ id: "color", text: "Which color?", type: { select: ["red", "blue"] } });
+	} }`, "", host.Permissions{})
+	e := lathe.New(lathe.Options{})
+	defer e.Close()
+	if err := e.Register(tl); err != nil {
+		t.Fatal(err)
+	}
+	out := e.Call(evalCtx(t), &tool.Call{Name: "pick", Arguments: json.RawMessage(`{}`)})
+	if q := out.Question; q == nil || q.ID != "color" || q.Kind != tool.QuestionSelect || len(q.Options) != 2 {
+		t.Fatalf("got %+v, want the select question", out)
+	}
+	out = e.Call(evalCtx(t), &tool.Call{Name: "pick", Arguments: json.RawMessage(`{}`), Answers: map[string]any{"color": "blue"}})
+	wantText(t, out, "picked blue")
 }

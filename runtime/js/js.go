@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/internal/tail"
@@ -49,8 +50,9 @@ type Options struct {
 	// every ctx operation then fails with "no host".
 	Host *host.Host
 	// MemoryLimit bounds the engine's heap in bytes; 0 means
-	// [DefaultMemoryLimit]. It is hard: an allocation past it fails, and
-	// the call ends with a runtime failure.
+	// [DefaultMemoryLimit]. It is hard: an allocation past it fails with
+	// an out-of-memory error, which ends the call with a runtime failure
+	// unless the tool catches it.
 	MemoryLimit int64
 	// File is the tool file, for messages.
 	File string
@@ -90,6 +92,31 @@ type Definition struct {
 // script that sets globalThis.__lathe_tool). It runs the code's top level,
 // within ctx's deadline and the memory limit, and never calls execute.
 func Describe(ctx context.Context, code []byte, opts Options) (Definition, error) {
+	type answer struct {
+		def Definition
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		def, err := describe(ctx, code, opts)
+		done <- answer{def, err}
+	}()
+	select {
+	case a := <-done:
+		return a.def, a.err
+	case <-ctx.Done():
+	}
+	select {
+	case a := <-done:
+		return a.def, a.err
+	case <-time.After(stopGrace):
+		// The engine stops on its own goroutine once it sees the
+		// interrupt.
+		return Definition{}, ctx.Err()
+	}
+}
+
+func describe(ctx context.Context, code []byte, opts Options) (Definition, error) {
 	opts.fill()
 	var def Definition
 	vm, err := newVM(opts.MemoryLimit)
@@ -267,15 +294,30 @@ func New(code []byte, opts Options) (*Runtime, error) {
 // Cooperative reports true: Execute returns once its context ends.
 func (r *Runtime) Cooperative() bool { return true }
 
-// Close stops the calls running and refuses new ones.
+// Close stops the calls running and refuses new ones. It waits for their
+// engines to stop, but not past closeWait: an engine still busy then (one
+// unwinding a deep recursion before it sees the interrupt) stops and is
+// freed on its own goroutine, with its host session already ended.
 func (r *Runtime) Close() error {
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
 	r.stop()
-	r.wg.Wait()
+	stopped := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(closeWait):
+		r.opts.Logger.Warn("js: an engine had not stopped when its runtime closed; it stops on its own", "file", r.opts.File)
+	}
 	return nil
 }
+
+// closeWait bounds how long Close waits for the engines of running calls.
+const closeWait = 2 * time.Second
 
 // call is the state of one call, shared with the functions the engine calls
 // back.
@@ -304,13 +346,50 @@ func (r *Runtime) Execute(ctx context.Context, def *tool.Definition, tc *tool.Ca
 	}
 	r.wg.Add(1)
 	r.mu.Unlock()
-	defer r.wg.Done()
 
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stopClosing := context.AfterFunc(r.closing, cancel)
 	defer stopClosing()
 
+	type answer struct {
+		out *tool.Outcome
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		defer r.wg.Done()
+		out, err := r.run(ctx, callCtx, def, tc)
+		done <- answer{out, err}
+	}()
+	select {
+	case a := <-done:
+		return a.out, a.err
+	case <-callCtx.Done():
+	}
+	select {
+	case a := <-done:
+		return a.out, a.err
+	case <-time.After(stopGrace):
+		// The engine has not yet reached a point where it sees the
+		// interrupt (it may be building the stack trace of a deep
+		// recursion's overflow). The call ends now; the engine stops on
+		// its goroutine and is closed there, and its host session is
+		// already refusing requests, since callCtx has ended.
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, r.fail(def, "execute", "the runtime was closed while the tool ran", nil)
+	}
+}
+
+// stopGrace is how long a call whose context ended waits for the engine to
+// stop before it returns without it.
+const stopGrace = 100 * time.Millisecond
+
+// run runs one call in a fresh engine; callCtx is ctx, also ended when the
+// runtime closes.
+func (r *Runtime) run(ctx, callCtx context.Context, def *tool.Definition, tc *tool.Call) (*tool.Outcome, error) {
 	vm, err := newVM(r.opts.MemoryLimit)
 	if err != nil {
 		return nil, r.fail(def, "start", err.Error(), nil)

@@ -573,22 +573,8 @@ func (res *result) outcome(def *tool.Definition) (*tool.Outcome, error) {
 	if res.answer != nil {
 		out = res.answer
 	}
-	ans, ok, err := protocol.ParseAnswer(out)
-	if err == nil && ok {
-		var o *tool.Outcome
-		if o, err = ans.Outcome(); err == nil {
-			return o, nil
-		}
-	}
-	if err != nil {
-		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "decode",
-			Message: "the tool's answer breaks protocol v1: " + err.Error() + tail.StderrNote(res.stderr)}
-	}
-	if res.state != nil && res.state.Success() {
-		return &tool.Outcome{Result: tool.TextResult(tail.Text(out))}, nil
-	}
-	return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
-		Message: "the tool ended (" + res.exitText() + ") without an answer" + tail.StderrNote(res.stderr)}
+	return protocol.Output{Stdout: out, OK: res.state != nil && res.state.Success(), Exit: res.exitText(),
+		Stderr: res.stderr, Tool: def.Name, Runtime: RuntimeName}.Outcome()
 }
 
 // marshal encodes v for the wire, without escaping HTML.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -23,7 +24,7 @@ import (
 	"github.com/lathe-tools/lathe/tool"
 )
 
-// The tools of this file are written in C (testdata/c), on the protocol
+// The tools of this file are written in C (testdata/c, with sdk/c), on the protocol
 // helper lathe.h, and built with clang for wasm32-wasi by each test that
 // needs them.
 
@@ -31,7 +32,7 @@ import (
 // the run's base: the conformance suite's tools, word_count, and the example
 // line_count of examples/wasm-c.
 type cModules struct {
-	conformance, wordCount, lineCount string
+	conformance, wordCount, lineCount, head string
 }
 
 var (
@@ -39,6 +40,9 @@ var (
 	cBuilt cModules
 	cErr   error
 )
+
+// cSDK is where lathe's C helper for tool authors is: lathe.h and lathe.c.
+const cSDK = "../../sdk/c"
 
 func buildC(t *testing.T) cModules {
 	t.Helper()
@@ -58,10 +62,10 @@ func buildC(t *testing.T) cModules {
 			return out
 		}
 		cBuilt = cModules{
-			conformance: build("conformance.wasm", "testdata/c/conformance.c", "testdata/c/lathe.c"),
-			wordCount:   build("wc.wasm", "testdata/c/wc.c", "testdata/c/lathe.c"),
-			lineCount: build("line_count.wasm", "-Itestdata/c", "../../examples/wasm-c/line_count.c",
-				"testdata/c/lathe.c"),
+			conformance: build("conformance.wasm", "-I"+cSDK, "testdata/c/conformance.c", cSDK+"/lathe.c"),
+			wordCount:   build("wc.wasm", "-I"+cSDK, "testdata/c/wc.c", cSDK+"/lathe.c"),
+			lineCount:   build("line_count.wasm", "-I"+cSDK, "../../examples/wasm-c/line_count.c", cSDK+"/lathe.c"),
+			head:        build("head.wasm", "-I"+cSDK, "../../examples/wasm-c/head.c", cSDK+"/lathe.c"),
 		}
 	})
 	if cErr != nil {
@@ -74,9 +78,15 @@ func buildC(t *testing.T) cModules {
 // own that opts.Perms configure.
 func cTool(t *testing.T, path, name string, opts wasm.Options) tool.Tool {
 	t.Helper()
+	return cToolLimits(t, path, name, opts, host.Limits{})
+}
+
+// cToolLimits is cTool with a host whose requests limits bound.
+func cToolLimits(t *testing.T, path, name string, opts wasm.Options, limits host.Limits) tool.Tool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	h, err := host.New(host.Config{Tool: name, Workspace: opts.Workspace, Perms: opts.Perms})
+	h, err := host.New(host.Config{Tool: name, Workspace: opts.Workspace, Perms: opts.Perms, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,5 +344,130 @@ func TestCHelperReadsOneLine(t *testing.T) {
 	}
 	if err := json.Unmarshal(out, &a); err != nil || a.Type != "success" || a.Structured["words"] != 2 {
 		t.Fatalf("answer %q (%v), want success with 2 words", out, err)
+	}
+}
+
+// TestHostCallC runs the example head of examples/wasm-c, which reads files
+// through the host API with lathe.h's lathe_read_file, through an engine:
+// a file its read permission names is read whole, in parts (the host reads
+// at most 8 KiB at a time here, and each part's response is too long for the
+// helper's first buffer, so it comes through lathe.host_result); one it
+// does not name, though lathe could read it, is refused with the host's
+// CodeDenied, and nothing of it reaches the answer. Both reads are
+// operations of their calls, in the invocation and as engine events.
+func TestHostCallC(t *testing.T) {
+	m := buildC(t)
+	ws := t.TempDir()
+	var long strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&long, "line %d of a file longer than three parts\n", i)
+	}
+	// A name with a quote and a backslash must reach the host as itself:
+	// the helper escapes what it puts in a request.
+	quoted := `src/q",\"path\":\"secret.txt.txt`
+	for name, content := range map[string]string{"src/long.txt": long.String(), "secret.txt": "TOPSECRET\n", quoted: "quoted\n"} {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tl := cToolLimits(t, m.head, "head", wasm.Options{Workspace: ws, Perms: host.Permissions{Read: []string{"src/"}}},
+		host.Limits{Read: 8 << 10})
+	var mu sync.Mutex
+	invs := map[string]*lathe.Invocation{}
+	var events []lathe.Event
+	e := lathe.New(lathe.Options{Outer: []lathe.Middleware{func(next lathe.Handler) lathe.Handler {
+		return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
+			mu.Lock()
+			invs[inv.Call.ID] = inv
+			mu.Unlock()
+			return next(ctx, inv)
+		}
+	}}})
+	t.Cleanup(func() { e.Close() })
+	if err := e.Register(tl); err != nil {
+		t.Fatal(err)
+	}
+	stop := e.Subscribe(func(ev lathe.Event) {
+		mu.Lock()
+		events = append(events, ev)
+		mu.Unlock()
+	}, lathe.EventOperation)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	out := e.Call(ctx, &tool.Call{ID: "granted", Name: "head", Arguments: json.RawMessage(`{"path":"src/long.txt","lines":2000}`)})
+	if out.Result == nil || out.Result.IsError || out.Result.Text() != long.String() {
+		t.Fatalf("src/long.txt: got %.300s, want the whole file of %d bytes", text(out), long.Len())
+	}
+	out = e.Call(ctx, &tool.Call{ID: "granted-head", Name: "head", Arguments: json.RawMessage(`{"path":"src/long.txt","lines":2}`)})
+	if want := "line 0 of a file longer than three parts\nline 1 of a file longer than three parts\n"; out.Result == nil ||
+		out.Result.IsError || out.Result.Text() != want {
+		t.Errorf("two lines of src/long.txt: got %s, want %q", text(out), want)
+	}
+	args, _ := json.Marshal(map[string]string{"path": quoted})
+	out = e.Call(ctx, &tool.Call{ID: "quoted", Name: "head", Arguments: args})
+	if out.Result == nil || out.Result.IsError || out.Result.Text() != "quoted\n" {
+		t.Errorf("%s: got %s, want the file of that name", quoted, text(out))
+	}
+	out = e.Call(ctx, &tool.Call{ID: "denied", Name: "head", Arguments: json.RawMessage(`{"path":"secret.txt"}`)})
+	if out.Result == nil || !out.Result.IsError || !strings.Contains(out.Result.Text(), "lathe denied reading secret.txt (-32001)") ||
+		strings.Contains(out.Result.Text(), "TOPSECRET") {
+		t.Errorf("secret.txt: got %s, want the tool to report the host's CodeDenied (-32001) and nothing of the file", text(out))
+	}
+	// The same read works once the permissions name the file: the
+	// refusal is theirs, not the tool's own failure.
+	wide := cToolLimits(t, m.head, "head", wasm.Options{Workspace: ws, Perms: host.Permissions{Read: []string{"."}}}, host.Limits{})
+	if out := call(t, wide, map[string]any{"path": "secret.txt"}); out.Result == nil || out.Result.IsError ||
+		out.Result.Text() != "TOPSECRET\n" {
+		t.Errorf("secret.txt with a permission for it: %s, want its text", text(out))
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	for id, want := range map[string]struct {
+		subject, approval string
+		n                 int
+	}{"granted": {"src/long.txt", "allow", 0}, "denied": {"secret.txt", "deny", 1}} {
+		inv := invs[id]
+		if inv == nil {
+			t.Fatalf("no invocation of the call %s", id)
+		}
+		ops := inv.Operations()
+		// The file in parts of 8 KiB, the last one short, which ends it;
+		// no other operation is the tool's.
+		if id == "granted" {
+			want.n = (long.Len() + 8<<10 - 1) / (8 << 10)
+		}
+		if len(ops) != want.n {
+			t.Errorf("call %s: %d operations %+v, want %d reads", id, len(ops), ops, want.n)
+		}
+		for _, op := range ops {
+			if op.Kind != "read" || op.Subject != want.subject || op.Approval != want.approval {
+				t.Errorf("call %s: operation %+v, want a read of %s, %s", id, op, want.subject, want.approval)
+			}
+		}
+	}
+	// Events reach subscribers on their own goroutine: wait for them.
+	seen := map[string]string{}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		for _, ev := range events {
+			if ev.Operation != nil && ev.Operation.Kind == "read" {
+				seen[ev.CallID] = ev.Operation.Subject + " " + ev.Operation.Approval
+			}
+		}
+		if len(seen) >= 3 {
+			break
+		}
+		mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+		mu.Lock()
+	}
+	if seen["granted"] != "src/long.txt allow" || seen["denied"] != "secret.txt deny" {
+		t.Errorf("operation events by call: %v, want granted: src/long.txt allow, denied: secret.txt deny", seen)
 	}
 }

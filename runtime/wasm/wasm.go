@@ -731,22 +731,8 @@ func (m *Module) log(ctx context.Context, def *tool.Definition, res *result, err
 // one, plain output with exit code 0 is a text result and anything else a
 // runtime failure.
 func (m *Module) outcome(def *tool.Definition, res *result) (*tool.Outcome, error) {
-	ans, ok, err := protocol.ParseAnswer(res.stdout)
-	if err == nil && ok {
-		var out *tool.Outcome
-		if out, err = ans.Outcome(); err == nil {
-			return out, nil
-		}
-	}
-	if err != nil {
-		return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "decode",
-			Message: "the tool's answer breaks protocol v1: " + err.Error() + tail.StderrNote(res.stderr)}
-	}
-	if res.exit == 0 {
-		return &tool.Outcome{Result: tool.TextResult(tail.Text(res.stdout))}, nil
-	}
-	return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: "execute",
-		Message: "the tool ended (" + res.exitText() + ") without an answer" + tail.StderrNote(res.stderr)}
+	return protocol.Output{Stdout: res.stdout, OK: res.exit == 0, Exit: res.exitText(), Stderr: res.stderr,
+		Tool: def.Name, Runtime: RuntimeName}.Outcome()
 }
 
 // sessionChecker returns the file check of a session (its Check method).

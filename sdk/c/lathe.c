@@ -582,3 +582,248 @@ void lathe_ask_boolean(const char *id, const char *text, size_t n) {
 	fputs(",\"answer_type\":\"boolean\"}}\n", stdout);
 	fflush(stdout);
 }
+
+#ifdef __wasm__
+/* The host functions of docs/host.md, "The host function lathe.host_call".
+ * A module imports them only when it calls lathe_host_call: the linker
+ * drops them, and the import, from one that does not. */
+__attribute__((import_module("lathe"), import_name("host_call"))) long long
+lathe_import_host_call(const char *req, int req_len, char *resp, int resp_cap);
+__attribute__((import_module("lathe"), import_name("host_result"))) long long
+lathe_import_host_result(char *resp, int resp_cap);
+
+/* exchange sends the request req (n bytes) through lathe.host_call and
+ * returns the response, in a new buffer of *len bytes, or NULL. */
+static char *exchange(const char *req, size_t n, size_t *len, char *err, size_t errlen) {
+	size_t cap = 4096;
+	char *buf = malloc(cap);
+	long long got;
+	if (buf == NULL) {
+		set_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (n > INT_MAX) {
+		free(buf);
+		set_err(err, errlen, "the host request is too large");
+		return NULL;
+	}
+	got = lathe_import_host_call(req, (int)n, buf, (int)cap);
+	if (got > (long long)cap && got <= (long long)LATHE_MAX_RESPONSE) {
+		/* The response waits in the host for a buffer it fits. */
+		char *bigger = realloc(buf, (size_t)got);
+		if (bigger == NULL) {
+			free(buf);
+			set_err(err, errlen, "out of memory");
+			return NULL;
+		}
+		buf = bigger;
+		cap = (size_t)got;
+		got = lathe_import_host_result(buf, (int)cap);
+	}
+	if (got < 0 || got > (long long)cap) {
+		free(buf);
+		set_err(err, errlen, got < 0 ? "the host refused the request's buffers" : "the host's response is too large");
+		return NULL;
+	}
+	*len = (size_t)got;
+	return buf;
+}
+#else
+/* exchange writes the request req (n bytes) as a line on standard output,
+ * and reads the host's response, the next line of standard input: the
+ * host API of a VFS tool. */
+static char *exchange(const char *req, size_t n, size_t *len, char *err, size_t errlen) {
+	char *buf = NULL;
+	size_t cap = 0;
+	ssize_t got;
+	if (fwrite(req, 1, n, stdout) != n || fputc('\n', stdout) == EOF || fflush(stdout) != 0) {
+		set_err(err, errlen, "cannot write the host request");
+		return NULL;
+	}
+	errno = 0;
+	got = getline(&buf, &cap, stdin);
+	if (got <= 0 || (size_t)got > LATHE_MAX_RESPONSE) {
+		free(buf);
+		set_err(err, errlen, got > 0 ? "the host's response is too large" : "the host did not answer (is context.host 1?)");
+		return NULL;
+	}
+	if (buf[got - 1] == '\n')
+		got--;
+	*len = (size_t)got;
+	return buf;
+}
+#endif
+
+int lathe_host_call(const char *method, const char *params, lathe_response *resp, char *err, size_t errlen) {
+	static long long next_id = 1;
+	char *req = NULL, *buf;
+	size_t reqlen = 0, len = 0;
+	const char *end;
+	lathe_value obj, v, e;
+	FILE *f;
+	memset(resp, 0, sizeof *resp);
+	/* The request is written with the same escaping as an answer, so a
+	 * method or params that came from a model cannot break out of it. */
+	if ((f = open_memstream(&req, &reqlen)) == NULL) {
+		set_err(err, errlen, "out of memory");
+		return -1;
+	}
+	fprintf(f, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":", next_id++);
+	lathe_write_string(f, method, strlen(method));
+	if (params != NULL) {
+		fputs(",\"params\":", f);
+		fputs(params, f);
+	}
+	fputc('}', f);
+	if (fclose(f) != 0 || req == NULL) {
+		free(req);
+		set_err(err, errlen, "out of memory");
+		return -1;
+	}
+	buf = exchange(req, reqlen, &len, err, errlen);
+	free(req);
+	if (buf == NULL)
+		return -1;
+	resp->buf = buf;
+	resp->len = len;
+	/* The response is checked whole before anything reads it, as the
+	 * request is. */
+	obj.p = skip_ws(buf, buf + len);
+	end = obj.p < buf + len && *obj.p == '{' ? skip_value(obj.p, buf + len, LATHE_MAX_DEPTH) : NULL;
+	if (end == NULL || skip_ws(end, buf + len) != buf + len) {
+		set_err(err, errlen, "the host's response is not a JSON object");
+		return -1;
+	}
+	obj.n = (size_t)(end - obj.p);
+	if (lathe_get(obj, "error", &e) && *e.p == '{') {
+		if (!lathe_get(e, "code", &v) || !lathe_int(v, &resp->code) || resp->code == 0) {
+			set_err(err, errlen, "the host's error has no code");
+			return -1;
+		}
+		if (lathe_get(e, "message", &v))
+			resp->message = lathe_string(v, NULL);
+		if (resp->message == NULL)
+			resp->message = strdup("the host refused the request");
+		return 0;
+	}
+	if (!lathe_get(obj, "result", &resp->result)) {
+		set_err(err, errlen, "the host's response has neither a result nor an error");
+		return -1;
+	}
+	return 0;
+}
+
+void lathe_response_free(lathe_response *resp) {
+	free(resp->buf);
+	free(resp->message);
+	memset(resp, 0, sizeof *resp);
+}
+
+/* base64_value returns the value of the base64 digit c, or -1. */
+static int base64_value(unsigned char c) {
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/* base64_append decodes the n bytes of standard base64 at s onto the end of
+ * out (*len bytes, room for *cap) and returns 0, or -1 when s is not base64
+ * or memory runs out. */
+static int base64_append(const char *s, size_t n, char **out, size_t *len, size_t *cap) {
+	size_t i, need = *len + n / 4 * 3 + 1;
+	unsigned long acc = 0;
+	int bits = 0, d;
+	if (need > *cap) {
+		char *grown = realloc(*out, need);
+		if (grown == NULL)
+			return -1;
+		*out = grown;
+		*cap = need;
+	}
+	for (i = 0; i < n && s[i] != '='; i++) {
+		if ((d = base64_value((unsigned char)s[i])) < 0)
+			return -1;
+		acc = (acc << 6) | (unsigned long)d;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			(*out)[(*len)++] = (char)((acc >> bits) & 0xff);
+		}
+	}
+	(*out)[*len] = '\0';
+	return 0;
+}
+
+long long lathe_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen) {
+	lathe_response resp;
+	lathe_value v;
+	char *params = NULL, *chunk;
+	size_t plen = 0, cap = 0, n;
+	int eof = 0;
+	long long code;
+	FILE *f;
+	*data = NULL;
+	*len = 0;
+	while (!eof) {
+		if ((f = open_memstream(&params, &plen)) == NULL) {
+			set_err(err, errlen, "out of memory");
+			break;
+		}
+		fputs("{\"path\":", f);
+		lathe_write_string(f, path, strlen(path));
+		fprintf(f, ",\"offset\":%zu}", *len);
+		if (fclose(f) != 0 || params == NULL) {
+			set_err(err, errlen, "out of memory");
+			break;
+		}
+		if (lathe_host_call("fs/read", params, &resp, err, errlen) != 0) {
+			lathe_response_free(&resp);
+			break;
+		}
+		free(params);
+		params = NULL;
+		if (resp.code != 0) {
+			code = resp.code;
+			set_err(err, errlen, resp.message != NULL ? resp.message : "the host refused the request");
+			lathe_response_free(&resp);
+			free(*data);
+			*data = NULL;
+			*len = 0;
+			return code;
+		}
+		chunk = NULL;
+		if (!lathe_get(resp.result, "data", &v) || (chunk = lathe_string(v, &n)) == NULL ||
+		    base64_append(chunk, n, data, len, &cap) != 0) {
+			set_err(err, errlen, chunk == NULL ? "the host's fs/read result has no data" : "the host's data is not base64, or memory ran out");
+			free(chunk);
+			lathe_response_free(&resp);
+			break;
+		}
+		free(chunk);
+		/* A part that brought nothing ends the file too, so that a
+		 * host that never said eof could not keep the tool looping. */
+		if (!lathe_get(resp.result, "eof", &v) || !lathe_bool(v, &eof) || n == 0)
+			eof = 1;
+		lathe_response_free(&resp);
+	}
+	free(params);
+	if (!eof) {
+		free(*data);
+		*data = NULL;
+		*len = 0;
+		return -1;
+	}
+	if (*data == NULL && (*data = calloc(1, 1)) == NULL) {
+		set_err(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}

@@ -101,4 +101,50 @@ void lathe_errorf(const char *format, ...) __attribute__((format(printf, 1, 2)))
  * question id, shown to a person as text. */
 void lathe_ask_boolean(const char *id, const char *text, size_t n);
 
+/* The host API (docs/host.md): a tool whose request's context.host is 1
+ * may ask lathe to read, write or list files, fetch a URL, run a command and
+ * more, each request checked against the tool's permissions and the policy
+ * and recorded with its call. Built for WASM, the helper calls the host
+ * function lathe.host_call; built natively (a VFS tool), it writes the
+ * request on standard output and reads the response from standard input. */
+
+/* The codes of the host's errors (docs/host.md, "Errors"). */
+#define LATHE_CODE_DENIED (-32001)    /* the permissions or the policy refused it */
+#define LATHE_CODE_FAILED (-32002)    /* allowed, and it failed (no such file) */
+#define LATHE_CODE_ENDED (-32003)     /* the call has ended; nothing was done */
+#define LATHE_CODE_TOO_LARGE (-32004) /* the request or its answer is over a limit */
+
+/* The largest host response the helper accepts, in bytes: a part of a file
+ * read (16 MiB by default) in base64, and its envelope. */
+#define LATHE_MAX_RESPONSE (24u << 20)
+
+/* lathe_response is the host's answer to one request. */
+typedef struct {
+	char *buf;          /* the response's bytes, owned */
+	size_t len;
+	long long code;     /* 0 on success, else the error's code (LATHE_CODE_...) */
+	char *message;      /* the error's message; NULL on success */
+	lathe_value result; /* the result on success; n is 0 on an error */
+} lathe_response;
+
+/* lathe_host_call sends the host request method with params, the text of a
+ * JSON object (NULL for none), and reads the host's answer into resp. It
+ * returns 0 when the host answered, whether with a result or an error
+ * (resp->code says which), and -1 with a message in err when there is no
+ * answer: no host, or an answer that is not a well-formed response. Free
+ * resp with lathe_response_free in either case. */
+int lathe_host_call(const char *method, const char *params, lathe_response *resp, char *err, size_t errlen);
+
+/* lathe_response_free frees what the response holds. */
+void lathe_response_free(lathe_response *resp);
+
+/* lathe_read_file reads the whole file at path (relative to the workspace,
+ * or absolute) through the host's fs/read, in as many parts as it takes,
+ * into a new NUL-terminated buffer *data of *len bytes, which the caller
+ * frees. It returns 0; the host's error code (LATHE_CODE_DENIED when the
+ * permissions do not name the file, LATHE_CODE_FAILED when it does not
+ * exist) with its message in err; or -1 with a message in err when the
+ * host did not answer or memory ran out. */
+long long lathe_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen);
+
 #endif
