@@ -16,7 +16,10 @@ import (
 // configured description that quotes the tool's own ({description}) keeps
 // its words. Watch updates only the definition it knows: once run_code's
 // description is one it did not put there (someone registered another
-// run_code), it stops. cancel stops it; the engine's Close stops it too.
+// run_code), it stops. A caller that replaces run_code while tools are
+// changing cancels Watch first: the engine has no compare-and-swap, so a
+// replacement made between Watch's look and its own could be undone.
+// cancel stops it; the engine's Close stops it too.
 func Watch(e *lathe.Engine, t tool.Tool, opts Options) (cancel func()) {
 	opts = opts.withDefaults()
 	var mu sync.Mutex
