@@ -13,10 +13,11 @@ import (
 // its permissions from its table, the workspace, and the sandbox of the
 // programs it may run (proc/run): profile, else the [sandbox] profile,
 // else standard, with the [sandbox] limits and permissions, as
-// run_command has them. A denial names the table to change: [tools.NAME]
-// when the configuration has one, where it is. An error is a
-// *config.Error at that table when there is one. The engine owns the host.
-func (l *localLoader) hostFor(name string, perms config.HostPermissions, profile config.SandboxProfile) (*host.Host, error) {
+// run_command has them. A denial names the table whose keys widen what the
+// tool may do, table ("tools.NAME" or "toolsets.NAME"), and where it is,
+// pos (zero when the configuration has no such table). An error is a
+// *config.Error at pos when there is one. The engine owns the host.
+func (l *localLoader) hostFor(name, table string, pos config.Pos, perms config.HostPermissions, profile config.SandboxProfile) (*host.Host, error) {
 	sc := sandboxConfig(l.cfg, l.ws)
 	if profile != "" {
 		sc.Profile = sandbox.Profile(profile)
@@ -27,17 +28,16 @@ func (l *localLoader) hostFor(name string, perms config.HostPermissions, profile
 		Perms: host.Permissions{
 			Read: slices.Clone(perms.Read), Write: slices.Clone(perms.Write), Net: slices.Clone(perms.Net),
 			Env: slices.Clone(perms.Env), Run: slices.Clone(perms.Run)},
-		Table:   "tools." + name,
+		Table:   table,
 		Sandbox: &sc,
 	}
-	t := l.cfg.Tools[name]
-	if t != nil && t.Pos.File != "" {
-		cfg.Origin = t.Pos.String()
+	if pos.File != "" {
+		cfg.Origin = pos.String()
 	}
 	h, err := host.New(cfg)
-	if err != nil && t != nil {
+	if err != nil && pos.File != "" {
 		// An absolute path outside the workspace is known only here.
-		return nil, &config.Error{Pos: t.Pos, Msg: err.Error()}
+		return nil, &config.Error{Pos: pos, Msg: err.Error()}
 	}
 	if err == nil {
 		// The engine closes every host, and so its descriptor of the
@@ -58,4 +58,13 @@ func (l *localLoader) declare(name string, s protocol.ToolSchema) {
 		l.declared = map[string]host.Permissions{}
 	}
 	l.declared[name] = host.Declared(s.Permissions)
+}
+
+// toolPos returns where the [tools.NAME] table is, or the zero Pos when
+// the configuration has none.
+func (l *localLoader) toolPos(name string) config.Pos {
+	if t := l.cfg.Tools[name]; t != nil {
+		return t.Pos
+	}
+	return config.Pos{}
 }

@@ -29,13 +29,17 @@ read = ["src/**"]
 [tools.far]
 command = ["./far"]
 read = ["/elsewhere"]
+
+[toolsets.mods]
+command = ["mods.wasm"]
+read = ["src/"]
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := &localLoader{cfg: cfg, ws: ws}
 	t1 := cfg.Tools["probe"]
-	h, err := l.hostFor("probe", t1.Permissions(), "dev")
+	h, err := l.hostFor("probe", "tools.probe", t1.Pos, t1.Permissions(), "dev")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +55,24 @@ read = ["/elsewhere"]
 	if err == nil || !strings.Contains(err.Error(), `to read in [tools.probe] (`+filepath.Join(ws, "lathe.toml")+`:2)`) {
 		t.Fatalf("read secret = %v, want a denial naming [tools.probe] and its place", err)
 	}
-	_, err = l.hostFor("far", cfg.Tools["far"].Permissions(), "")
+	_, err = l.hostFor("far", "tools.far", cfg.Tools["far"].Pos, cfg.Tools["far"].Permissions(), "")
 	var ce *config.Error
 	if err == nil || !strings.Contains(err.Error(), "outside the workspace") || !errorsAs(err, &ce) || ce.Pos.Line != 6 {
 		t.Fatalf("hostFor with an absolute path outside = %v, want a config error at line 6", err)
+	}
+	// A WASM toolset's module has one host for all its tools: its denials
+	// name the toolset's table, whose keys are the module's permissions.
+	ts := cfg.Toolsets["mods"]
+	hm, err := l.hostFor("mods", "toolsets.mods", ts.Pos, ts.Permissions(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hm.Close()
+	sm := hm.Begin(ctx)
+	defer sm.End()
+	_, err = sm.Do(ctx, host.MethodRead, json.RawMessage(`{"path":"secret"}`))
+	if err == nil || !strings.Contains(err.Error(), `to read in [toolsets.mods] (`+filepath.Join(ws, "lathe.toml")+`:10)`) {
+		t.Fatalf("read secret through the toolset's host = %v, want a denial naming [toolsets.mods] and its place", err)
 	}
 }
 

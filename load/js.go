@@ -430,7 +430,7 @@ func (l *localLoader) nodeTool(b *builtJS, cacheDir string, perms config.HostPer
 		return tool.Tool{}, err
 	}
 	vo.Tool = b.Name
-	h, err := l.hostFor(b.Name, perms, profile)
+	h, err := l.hostFor(b.Name, "tools."+b.Name, l.toolPos(b.Name), perms, profile)
 	if err != nil {
 		return tool.Tool{}, err
 	}

@@ -21,7 +21,7 @@ const JSRuntime = "js"
 // without calling execute and cached by the content of the files the tool
 // is built from.
 func (l *localLoader) embeddedTool(b *builtJS, cacheDir string, perms config.HostPermissions, profile config.SandboxProfile) (tool.Tool, error) {
-	h, err := l.hostFor(b.Name, perms, profile)
+	h, err := l.hostFor(b.Name, "tools."+b.Name, l.toolPos(b.Name), perms, profile)
 	if err != nil {
 		return tool.Tool{}, err
 	}

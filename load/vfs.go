@@ -51,7 +51,7 @@ func (l *localLoader) vfsTool(name string, t *config.Tool) error {
 		return fail("%v", err)
 	}
 	cmd := process.Command{Argv: t.Command, Dir: l.ws}
-	h, err := l.hostFor(name, t.Permissions(), t.Profile)
+	h, err := l.hostFor(name, "tools."+name, t.Pos, t.Permissions(), t.Profile)
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func (l *localLoader) vfsToolset(s *config.Toolset) error {
 			continue
 		}
 		opts.Tool = d.Name
-		h, err := l.hostFor(name, perms, profile)
+		h, err := l.hostFor(name, "tools."+name, l.toolPos(name), perms, profile)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -36,7 +36,9 @@ func (l *localLoader) wasmRuntime() (*wasm.Runtime, error) {
 
 // wasmModule loads the module a [tools.NAME] or [toolsets.NAME] table names
 // (its command: the module file, relative to the workspace), with its host.
-func (l *localLoader) wasmModule(name string, argv []string, shell bool, perms config.HostPermissions,
+// table ("tools.NAME" or "toolsets.NAME") and pos say which table grants
+// the module's permissions: one host serves every tool of a module.
+func (l *localLoader) wasmModule(name, table string, pos config.Pos, argv []string, shell bool, perms config.HostPermissions,
 	profile config.SandboxProfile, toolName string) (*wasm.Module, error) {
 	if shell {
 		return nil, errors.New("a WASM module runs no shell; drop shell = true")
@@ -56,7 +58,7 @@ func (l *localLoader) wasmModule(name string, argv []string, shell bool, perms c
 	if err != nil {
 		return nil, err
 	}
-	h, err := l.hostFor(name, perms, profile)
+	h, err := l.hostFor(name, table, pos, perms, profile)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +90,7 @@ func (l *localLoader) wasmTool(name string, t *config.Tool) error {
 	fail := func(format string, args ...any) error {
 		return &config.Error{Pos: t.Pos, Msg: fmt.Sprintf("[tools.%s] ", name) + fmt.Sprintf(format, args...)}
 	}
-	m, err := l.wasmModule(name, t.Command, t.Shell, t.Permissions(), t.Profile, "")
+	m, err := l.wasmModule(name, "tools."+name, t.Pos, t.Command, t.Shell, t.Permissions(), t.Profile, "")
 	if ce := (*config.Error)(nil); errors.As(err, &ce) {
 		return ce
 	} else if err != nil {
@@ -138,7 +140,7 @@ func (l *localLoader) wasmToolset(s *config.Toolset) error {
 	fail := func(format string, args ...any) error {
 		return &config.Error{Pos: s.Pos, Msg: fmt.Sprintf("[toolsets.%s] ", s.Name) + fmt.Sprintf(format, args...)}
 	}
-	m, err := l.wasmModule(s.Name, s.Command, false, s.Permissions(), s.Profile, "")
+	m, err := l.wasmModule(s.Name, "toolsets."+s.Name, s.Pos, s.Command, false, s.Permissions(), s.Profile, "")
 	if ce := (*config.Error)(nil); errors.As(err, &ce) {
 		return ce
 	} else if err != nil {
