@@ -198,13 +198,18 @@ func runtimeFor(explicit string, argv []string) (string, error) {
 		return rt, nil
 	case wasm.RuntimeName:
 		return rt, nil
-	case "js", "remote", "temporal":
+	case "js", "node":
+		// A JavaScript tool is a file, found and trusted as one (load/js.go):
+		// a command cannot name it.
 		how := ""
 		if explicit == "" {
 			how = " (inferred from the command " + argv[0] + ")"
 		}
-		return "", fmt.Errorf("runtime %q%s is not built into this lathe yet; "+
-			"run the tool as a process (runtime = \"process\", with a command that starts it)", rt, how)
+		return "", fmt.Errorf("runtime %q%s is for tool files: put the tool in .lathe/tools/ (NAME.ts, NAME.js, "+
+			"or a directory with tool.json) and give its permissions in [tools.NAME] without a command; see docs/js.md", rt, how)
+	case "remote", "temporal":
+		return "", fmt.Errorf("runtime %q is not built into this lathe yet; "+
+			"run the tool as a process (runtime = \"process\", with a command that starts it)", rt)
 	}
 	return "", fmt.Errorf("unknown runtime %q: local tools run as \"process\", \"vfs\" or \"wasm\"", rt)
 }
