@@ -97,10 +97,10 @@ func Describe(ctx context.Context, code []byte, opts Options) (Definition, error
 		err error
 	}
 	done := make(chan answer, 1)
-	go func() {
+	goEngine(func() {
 		def, err := describe(ctx, code, opts)
 		done <- answer{def, err}
-	}()
+	})
 	select {
 	case a := <-done:
 		return a.def, a.err
@@ -357,11 +357,11 @@ func (r *Runtime) Execute(ctx context.Context, def *tool.Definition, tc *tool.Ca
 		err error
 	}
 	done := make(chan answer, 1)
-	go func() {
+	goEngine(func() {
 		defer r.wg.Done()
 		out, err := r.run(ctx, callCtx, def, tc)
 		done <- answer{out, err}
-	}()
+	})
 	select {
 	case a := <-done:
 		return a.out, a.err
