@@ -53,8 +53,12 @@ const (
 
 // Record is one call.
 type Record struct {
-	ID     int64     `json:"id"`
-	CallID string    `json:"call_id,omitempty"`
+	ID     int64  `json:"id"`
+	CallID string `json:"call_id,omitempty"`
+	// Parent is the ID of the record of the call that made this one (a
+	// tool called from run_code's script names the run_code call); 0 for
+	// a call made from outside any tool.
+	Parent int64     `json:"parent,omitempty"`
 	Time   time.Time `json:"time"`
 	Tool   string    `json:"tool"`
 	// Arguments are the call's arguments, secret-looking values redacted.
@@ -266,8 +270,12 @@ func newWriter(wdb *sql.DB) (*writer, error) {
 		w.close()
 		return nil, err
 	}
+	if err := migrateParent(ctx, conn); err != nil {
+		w.close()
+		return nil, err
+	}
 	if w.start, err = conn.PrepareContext(ctx,
-		`INSERT INTO calls (call_id, time_ns, tool, arguments, status, args_bytes, pid) VALUES (?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		`INSERT INTO calls (call_id, parent, time_ns, tool, arguments, status, args_bytes, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		w.close()
 		return nil, err
 	}
@@ -433,7 +441,7 @@ func (s *Store) Close() error {
 func (s *Store) Start(ctx context.Context, r *Record) (int64, error) {
 	var id int64
 	err := s.do(func(w *writer) error {
-		res, err := w.start.Exec(r.CallID, r.Time.UnixNano(), r.Tool, r.Arguments, StatusStarted, r.ArgsBytes, r.PID)
+		res, err := w.start.Exec(r.CallID, r.Parent, r.Time.UnixNano(), r.Tool, r.Arguments, StatusStarted, r.ArgsBytes, r.PID)
 		if err != nil {
 			return err
 		}
@@ -505,7 +513,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 		where = append(where, "time_ns >= ?")
 		args = append(args, f.Since.UnixNano())
 	}
-	q := `SELECT id, call_id, time_ns, tool, arguments, decision, decided_by, reason, status, outcome, duration_ns,
+	q := `SELECT id, call_id, parent, time_ns, tool, arguments, decision, decided_by, reason, status, outcome, duration_ns,
 		args_bytes, result_bytes, pid, operations_dropped, kind, session, server FROM calls`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
@@ -526,7 +534,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	for rows.Next() {
 		var r Record
 		var t, d int64
-		if err := rows.Scan(&r.ID, &r.CallID, &t, &r.Tool, &r.Arguments, &r.Decision, &r.DecidedBy, &r.Reason,
+		if err := rows.Scan(&r.ID, &r.CallID, &r.Parent, &t, &r.Tool, &r.Arguments, &r.Decision, &r.DecidedBy, &r.Reason,
 			&r.Status, &r.Outcome, &d, &r.ArgsBytes, &r.ResultBytes, &r.PID, &r.OperationsDropped,
 			&r.Kind, &r.Session, &r.Server); err != nil {
 			return nil, fmt.Errorf("audit: %w", err)

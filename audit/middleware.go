@@ -25,7 +25,7 @@ func Middleware(s *Store, r *Redactor) lathe.Middleware {
 	return func(next lathe.Handler) lathe.Handler {
 		return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
 			start := time.Now()
-			rec := &Record{CallID: inv.Call.ID, Time: start, Tool: inv.Call.Name,
+			rec := &Record{CallID: inv.Call.ID, Parent: parentFrom(ctx), Time: start, Tool: inv.Call.Name,
 				Arguments: r.Redact(inv.Call.Arguments), ArgsBytes: len(inv.Call.Arguments), PID: pid}
 			id, err := s.Start(ctx, rec)
 			if err != nil {
@@ -33,7 +33,7 @@ func Middleware(s *Store, r *Redactor) lathe.Middleware {
 					Message: "the call was not run because the audit log could not be written", Err: err}
 			}
 			var d policy.Decision
-			out, err := next(policy.WithNote(ctx, func(x policy.Decision) { d = x }), inv)
+			out, err := next(policy.WithNote(withParent(ctx, id), func(x policy.Decision) { d = x }), inv)
 			rec.Decision, rec.DecidedBy, rec.Reason = string(d.Approval), d.By, d.Reason
 			rec.Duration = time.Since(start)
 			// The call's run is over (the engine takes no more operations

@@ -274,7 +274,7 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 	if err := e.Own(root); err != nil {
 		return err
 	}
-	std, err := tools.Standard(w.Dir, tools.Options{Describe: e.Lookup, Workspace: root})
+	std, err := tools.Standard(w.Dir, tools.Options{Describe: e.Lookup, Declaration: declaration(e), Workspace: root})
 	if err != nil {
 		return err
 	}
@@ -284,7 +284,7 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 	}
 	std = append(std, rc)
 	all := append(std, opts.Tools...)
-	known := make(map[string]bool, len(all))
+	known := make(map[string]bool, len(all)+1)
 	for _, t := range all {
 		known[t.Definition.Name] = true
 		if !cfg.Apply(&t) {
@@ -293,6 +293,9 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 		if err := e.Register(t); err != nil {
 			return err
 		}
+	}
+	if err := registerRunCode(e, cfg, known); err != nil {
+		return err
 	}
 	if err := w.loadLocal(ctx, opts, known); err != nil {
 		return err

@@ -53,7 +53,7 @@ func (w *Workspace) loadLocal(ctx context.Context, opts *Options, known map[stri
 	// Parameters, options and env mean nothing to a tool that is not local.
 	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
 		t := cfg.Tools[name]
-		if known[name] && !l.local[name] && hasLocalKeys(t) {
+		if known[name] && !l.local[name] && hasLocalKeys(t) && !runCodeOptions(name, t) {
 			errs = append(errs, &config.Error{Pos: t.Pos, Msg: fmt.Sprintf(
 				"[tools.%s] parameters, options and env apply to local tools, and %s is a %s tool", name, name, sourceOf(e, name))})
 		}

@@ -45,6 +45,11 @@ func (s *set) describe(ctx context.Context, in describeIn) (string, error) {
 			b.WriteString("\n")
 		}
 		writeDefinition(&b, &def)
+		if s.opts.Declaration != nil {
+			if d := s.opts.Declaration(def); d != "" {
+				fmt.Fprintf(&b, "typescript (run_code: tools.%s):\n%s", def.Name, d)
+			}
+		}
 	}
 	if len(unknown) > 0 {
 		if b.Len() > 0 {

@@ -50,6 +50,10 @@ type Options struct {
 	// Describe looks up a registered tool's definition, for describe_tools;
 	// pass the engine's Lookup. When nil, describe_tools is not part of the set.
 	Describe func(name string) (tool.Definition, bool)
+	// Declaration, when set, renders a tool as a TypeScript declaration
+	// (how a code-mode script calls it), which describe_tools shows after
+	// the schemas.
+	Declaration func(def tool.Definition) string
 	// MaxReadBytes caps what one read_file call returns, its notes included.
 	// Zero means [DefaultMaxReadBytes].
 	MaxReadBytes int

@@ -77,7 +77,13 @@ func newAuditCmd(g *globals) *cobra.Command {
 				if r.Incomplete {
 					outcome = "incomplete"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.Time.Local().Format(time.DateTime), auditSubject(r),
+				// A call another call made (a run_code script's) is marked
+				// as its child.
+				name := auditSubject(r)
+				if r.Parent != 0 {
+					name = "└ " + name
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.Time.Local().Format(time.DateTime), name,
 					dash(r.Decision), dash(r.DecidedBy), outcome, r.Duration.Round(time.Millisecond),
 					r.ArgsBytes, r.ResultBytes, shorten(r.Arguments, 60))
 				writeOperations(tw, r)
