@@ -54,10 +54,10 @@ func Eval(ctx context.Context, code string, opts EvalOptions) (json.RawMessage, 
 	}
 	done := make(chan answer, 1)
 	s := &script{ctx: ctx, opts: &opts}
-	go func() {
+	goEngine(func() {
 		res, err := s.eval(code)
 		done <- answer{res, err}
-	}()
+	})
 	select {
 	case a := <-done:
 		return a.res, a.err

@@ -97,10 +97,10 @@ func Describe(ctx context.Context, code []byte, opts Options) (Definition, error
 		err error
 	}
 	done := make(chan answer, 1)
-	go func() {
+	goEngine(func() {
 		def, err := describe(ctx, code, opts)
 		done <- answer{def, err}
-	}()
+	})
 	select {
 	case a := <-done:
 		return a.def, a.err
@@ -256,6 +256,7 @@ type Runtime struct {
 	bytecode []byte
 	prelude  []byte
 	smap     *sourceMap
+	info     string // ctx's root and options, in JSON
 
 	mu      sync.Mutex
 	closed  bool
@@ -282,6 +283,17 @@ func New(code []byte, opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	r := &Runtime{opts: opts, bytecode: bc, prelude: pre}
+	// What ctx holds besides the call's id is the same for every call:
+	// encoded once here, and an option that JSON cannot hold is reported
+	// now rather than at a call.
+	info, err := json.Marshal(struct {
+		Root    string         `json:"root"`
+		Options map[string]any `json:"options"`
+	}{r.root(), opts.ToolOptions})
+	if err != nil {
+		return nil, fmt.Errorf("%s: the tool's options do not encode as JSON: %w", opts.File, err)
+	}
+	r.info = string(info)
 	if len(opts.SourceMap) > 0 {
 		if r.smap, err = parseSourceMap(opts.SourceMap); err != nil {
 			opts.Logger.Warn("js: the source map is unusable; errors show the bundle's lines", "file", opts.File, "err", err)
@@ -357,11 +369,11 @@ func (r *Runtime) Execute(ctx context.Context, def *tool.Definition, tc *tool.Ca
 		err error
 	}
 	done := make(chan answer, 1)
-	go func() {
+	goEngine(func() {
 		defer r.wg.Done()
 		out, err := r.run(ctx, callCtx, def, tc)
 		done <- answer{out, err}
-	}()
+	})
 	select {
 	case a := <-done:
 		return a.out, a.err
@@ -414,10 +426,11 @@ func (r *Runtime) run(ctx, callCtx context.Context, def *tool.Definition, tc *to
 	if strings.TrimSpace(args) == "" {
 		args = "{}"
 	}
-	info, _ := json.Marshal(map[string]any{"callId": tc.ID, "root": r.root(), "options": r.opts.ToolOptions})
+	id, _ := json.Marshal(tc.ID)
+	info := `{"callId":` + string(id) + `,` + r.info[1:]
 	_, err = vm.EvalBytecode(r.bytecode)
 	if err == nil {
-		_, err = vm.Call("__lathe_start", args, string(info))
+		_, err = vm.Call("__lathe_start", args, info)
 	}
 	for err == nil && !c.settled && c.question == nil && callCtx.Err() == nil {
 		var n int

@@ -157,3 +157,45 @@ func wantText(t *testing.T, out *tool.Outcome, want string) {
 		t.Fatalf("got %q (%+v), want the text %q", textOf(out), out.Result, want)
 	}
 }
+
+// ctx's callId, root and options reach the tool on every call: the root and
+// options are encoded once, when the runtime is made, and the id per call.
+func TestCtxInfo(t *testing.T) {
+	dir := t.TempDir()
+	h, err := host.New(host.Config{Tool: "info", Workspace: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	code := module(`{ description: "info", execute(args, ctx) {
+		return { callId: ctx.callId, root: ctx.root, options: ctx.options };
+	} }`)
+	opts := js.Options{File: "info.js", Host: h, ToolOptions: map[string]any{"greeting": "hi \"there\"", "n": 2}}
+	rt, err := js.New(code, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	for _, id := range []string{"call-1", `odd "id"`} {
+		out, err := rt.Execute(context.Background(), &tool.Definition{Name: "info"}, &tool.Call{ID: id, Name: "info", Arguments: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			CallID  string         `json:"callId"`
+			Root    string         `json:"root"`
+			Options map[string]any `json:"options"`
+		}
+		if err := json.Unmarshal(out.Result.Structured, &got); err != nil {
+			t.Fatalf("%s: %v", out.Result.Structured, err)
+		}
+		if got.CallID != id || got.Root != dir || got.Options["greeting"] != "hi \"there\"" || got.Options["n"] != float64(2) {
+			t.Errorf("ctx held %+v, want callId %q, root %q and the options", got, id, dir)
+		}
+	}
+
+	opts.ToolOptions = map[string]any{"bad": func() {}}
+	if _, err := js.New(code, opts); err == nil || !strings.Contains(err.Error(), "info.js: the tool's options do not encode as JSON") {
+		t.Errorf("New with an option JSON cannot hold: %v, want an error naming the file and the options", err)
+	}
+}
