@@ -95,6 +95,7 @@ type Func func(ctx context.Context, arg json.RawMessage) (json.RawMessage, error
 // script is what an evaluator runs: transpiled JavaScript and its globals.
 type script struct {
 	Code        string
+	SourceMap   []byte // of a TypeScript script: its lines, back to the script's own
 	Bindings    map[string]map[string]Func
 	Console     func(level, line string)
 	MaxOutput   int
@@ -176,7 +177,7 @@ func (r *runtime) Execute(ctx context.Context, def *tool.Definition, c *tool.Cal
 	if err := json.Unmarshal(c.Arguments, &in); err != nil {
 		return nil, &tool.Error{Kind: tool.KindInvalidArguments, Tool: Name, Runtime: RuntimeName, Message: err.Error()}
 	}
-	code, err := transpile(in.Code, in.Language)
+	code, smap, err := transpile(in.Code, in.Language)
 	if err != nil {
 		return nil, &tool.Error{Kind: tool.KindInvalidArguments, Tool: Name, Runtime: RuntimeName,
 			Message: "/code: " + err.Error()}
@@ -184,6 +185,7 @@ func (r *runtime) Execute(ctx context.Context, def *tool.Definition, c *tool.Cal
 	run := r.newRun(ctx, c.ID)
 	value, err := r.eval(run.ctx, &script{
 		Code:        code,
+		SourceMap:   smap,
 		Bindings:    map[string]map[string]Func{"tools": run.bindings()},
 		Console:     run.console,
 		MaxOutput:   r.opts.MaxOutput,

@@ -26,5 +26,6 @@ func evalJS(ctx context.Context, s *script) (json.RawMessage, error) {
 		Bindings:    b,
 		Console:     s.Console,
 		MaxOutput:   4 * s.MaxOutput,
+		SourceMap:   s.SourceMap,
 	})
 }

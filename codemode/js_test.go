@@ -235,3 +235,18 @@ func TestScriptErrorLine(t *testing.T) {
 		t.Errorf("a throw on line 7: %q, want the line named", out.Result.Text())
 	}
 }
+
+// TestScriptErrorLineTypeScript: a TypeScript script loses its types and
+// its lines move when it is transpiled; an error it throws still names the
+// script's own line, through the source map.
+func TestScriptErrorLineTypeScript(t *testing.T) {
+	w := open(t, nil, codemode.Options{}, nil, nil)
+	code := "interface Point {\n  x: number;\n  y: number;\n}\ntype Pair = [Point, Point];\n\nconst p: Point = {x: 1, y: 2};\n\nconst q = null as unknown as Point;\nconsole.log(q.x);"
+	args, _ := json.Marshal(map[string]string{"language": "typescript", "code": code})
+	ctx, cancel := context.WithTimeout(policy.WithPerson(context.Background(), "test"), 20*time.Second)
+	defer cancel()
+	out := w.Engine.Call(ctx, &tool.Call{Name: codemode.Name, Arguments: args})
+	if out.Err() == nil || !strings.Contains(out.Result.Text(), "script:10:") {
+		t.Errorf("a throw on line 10 of a TypeScript script: %q, want script:10 named", out.Result.Text())
+	}
+}

@@ -12,15 +12,16 @@ import (
 // tools global), so esbuild's Transform of the one file is all it takes;
 // TypeScript loses its types. JavaScript is checked by esbuild too, so that
 // a syntax error is reported the same way, with its line, before anything
-// runs.
-func transpile(code, language string) (string, error) {
+// runs. A TypeScript script comes with its source map, so that an error it
+// throws names the script's own line.
+func transpile(code, language string) (string, []byte, error) {
 	loader := api.LoaderTS
 	switch language {
 	case "", "typescript", "ts":
 	case "javascript", "js":
 		loader = api.LoaderJS
 	default:
-		return "", fmt.Errorf("unknown language %q (typescript or javascript)", language)
+		return "", nil, fmt.Errorf("unknown language %q (typescript or javascript)", language)
 	}
 	// The script is the body of an async function (it awaits and returns
 	// at its top level), so it is transpiled as one, the opening on its
@@ -30,6 +31,7 @@ func transpile(code, language string) (string, error) {
 		Loader:     loader,
 		Target:     api.ES2020,
 		Sourcefile: "script",
+		Sourcemap:  api.SourceMapExternal,
 	})
 	if len(res.Errors) > 0 {
 		var b strings.Builder
@@ -46,15 +48,15 @@ func transpile(code, language string) (string, error) {
 			}
 			b.WriteString(m.Text)
 		}
-		return "", fmt.Errorf("%s", b.String())
+		return "", nil, fmt.Errorf("%s", b.String())
 	}
 	if loader == api.LoaderJS {
 		// JavaScript runs as it was written, so that the line and column
 		// of a runtime error are the script's own; esbuild only checked
 		// it.
-		return code, nil
+		return code, nil, nil
 	}
-	return string(res.Code) + "return await " + scriptName + "();\n", nil
+	return string(res.Code) + "return await " + scriptName + "();\n", res.Map, nil
 }
 
 const (

@@ -3,6 +3,7 @@ package js
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -36,6 +37,10 @@ type EvalOptions struct {
 	// the console's lines; 0 means 1 MiB. Console lines past it are
 	// dropped, after one line saying so.
 	MaxOutput int
+	// SourceMap, if set, maps the script's lines back to the source it was
+	// transpiled from (a TypeScript script), in the stack of an error it
+	// throws. A map that cannot be read is an error of Eval's.
+	SourceMap []byte
 }
 
 // Eval runs a script in a fresh engine, within ctx's deadline and the
@@ -48,6 +53,23 @@ type EvalOptions struct {
 // whose promise can never settle, with kind runtime_failure; one stopped by
 // ctx with ctx's error.
 func Eval(ctx context.Context, code string, opts EvalOptions) (json.RawMessage, error) {
+	var smap *sourceMap
+	if len(opts.SourceMap) > 0 {
+		var err error
+		if smap, err = parseSourceMap(opts.SourceMap); err != nil {
+			return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Runtime: RuntimeName, Stage: "execute",
+				Message: "the script's source map: " + err.Error()}
+		}
+	}
+	res, err := eval(ctx, code, opts)
+	var te *tool.Error
+	if smap != nil && errors.As(err, &te) && te.Kind == tool.KindToolError {
+		te.Message = smap.mapStack(te.Message)
+	}
+	return res, err
+}
+
+func eval(ctx context.Context, code string, opts EvalOptions) (json.RawMessage, error) {
 	type answer struct {
 		res json.RawMessage
 		err error
