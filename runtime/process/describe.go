@@ -83,21 +83,7 @@ func Describe(ctx context.Context, cmd Command, opts *Options) ([]protocol.ToolS
 		}
 		return nil, err
 	}
-	ans, err := protocol.ParseSchema(res.stdout)
-	if err != nil {
-		return nil, fmt.Errorf("%w: asked for its schema, %v (%s)%s", ErrNoSchema, err, res.exitText(), tail.StderrNote(res.stderr))
-	}
-	seen := map[string]bool{}
-	for i, t := range ans.Tools {
-		switch {
-		case t.Name == "":
-			return nil, fmt.Errorf("its schema answer lists a tool without a name (number %d)", i+1)
-		case seen[t.Name]:
-			return nil, fmt.Errorf("its schema answer lists the tool %q twice", t.Name)
-		}
-		seen[t.Name] = true
-	}
-	return ans.Tools, nil
+	return SchemaAnswer(res.stdout, res.exitText(), res.stderr)
 }
 
 // Cache remembers what binaries said of themselves, so that loading the
@@ -301,4 +287,28 @@ func CommandFiles(prog string, args []string, dir string) []FileID {
 		add(a)
 	}
 	return files
+}
+
+// SchemaAnswer reads the answer of a tool asked for its schema: its
+// standard output, how it ended and the end of its standard error, for the
+// message. An output that is no schema answer gives an error matching
+// [ErrNoSchema]; an answer listing a tool without a name, or one twice, is
+// refused whole. Every runtime that asks a tool on the protocol (process,
+// vfs, wasm) reads the answer here.
+func SchemaAnswer(stdout []byte, exit string, stderr []byte) ([]protocol.ToolSchema, error) {
+	ans, err := protocol.ParseSchema(stdout)
+	if err != nil {
+		return nil, fmt.Errorf("%w: asked for its schema, %v (%s)%s", ErrNoSchema, err, exit, tail.StderrNote(stderr))
+	}
+	seen := make(map[string]bool, len(ans.Tools))
+	for i, t := range ans.Tools {
+		switch {
+		case t.Name == "":
+			return nil, fmt.Errorf("its schema answer lists a tool without a name (number %d)", i+1)
+		case seen[t.Name]:
+			return nil, fmt.Errorf("its schema answer lists the tool %q twice", t.Name)
+		}
+		seen[t.Name] = true
+	}
+	return ans.Tools, nil
 }

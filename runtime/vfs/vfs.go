@@ -408,21 +408,7 @@ func Describe(ctx context.Context, cmd process.Command, opts Options) ([]protoco
 		}
 		return nil, err
 	}
-	ans, err := protocol.ParseSchema(res.rest)
-	if err != nil {
-		return nil, fmt.Errorf("%w: asked for its schema, %v (%s)%s", process.ErrNoSchema, err, res.exitText(), tail.StderrNote(res.stderr))
-	}
-	seen := map[string]bool{}
-	for i, t := range ans.Tools {
-		switch {
-		case t.Name == "":
-			return nil, fmt.Errorf("its schema answer lists a tool without a name (number %d)", i+1)
-		case seen[t.Name]:
-			return nil, fmt.Errorf("its schema answer lists the tool %q twice", t.Name)
-		}
-		seen[t.Name] = true
-	}
-	return ans.Tools, nil
+	return process.SchemaAnswer(res.rest, res.exitText(), res.stderr)
 }
 
 // Close stops the calls in flight, as a cancellation would, and waits until

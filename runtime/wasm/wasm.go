@@ -473,21 +473,7 @@ func (m *Module) Describe(ctx context.Context) ([]protocol.ToolSchema, error) {
 		}
 		return nil, err
 	}
-	ans, err := protocol.ParseSchema(res.stdout)
-	if err != nil {
-		return nil, fmt.Errorf("%w: asked for its schema, %v (%s)%s", process.ErrNoSchema, err, res.exitText(), tail.StderrNote(res.stderr))
-	}
-	seen := map[string]bool{}
-	for i, t := range ans.Tools {
-		switch {
-		case t.Name == "":
-			return nil, fmt.Errorf("its schema answer lists a tool without a name (number %d)", i+1)
-		case seen[t.Name]:
-			return nil, fmt.Errorf("its schema answer lists the tool %q twice", t.Name)
-		}
-		seen[t.Name] = true
-	}
-	return ans.Tools, nil
+	return process.SchemaAnswer(res.stdout, res.exitText(), res.stderr)
 }
 
 // Tools loads the module at path, asks it for its tools, and returns one
