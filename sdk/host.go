@@ -11,22 +11,24 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+
+	"github.com/lathe-tools/lathe/host/wire"
 )
 
-// The host API's wire form (the project's docs/host.md) is spelled out here
-// rather than imported from lathe's host package, so that a tool binary,
-// native or WASM, carries nothing of lathe's own side.
+// The host API's messages (the project's docs/host.md) come from package
+// host/wire, which imports only the standard library, so that a tool
+// binary, native or WASM, carries nothing of lathe's own side.
 
 // Host API error codes, as [HostError].Code.
 const (
 	// CodeDenied: the tool's permissions or the policy refused the operation.
-	CodeDenied = -32001
+	CodeDenied = wire.CodeDenied
 	// CodeFailed: the operation was allowed and failed (no such file).
-	CodeFailed = -32002
+	CodeFailed = wire.CodeFailed
 	// CodeEnded: the call the request belonged to has ended.
-	CodeEnded = -32003
+	CodeEnded = wire.CodeEnded
 	// CodeTooLarge: the request or its answer is over a limit.
-	CodeTooLarge = -32004
+	CodeTooLarge = wire.CodeTooLarge
 )
 
 // HostError is an error the host answered with. Denied, for one, says the
@@ -46,53 +48,26 @@ func (e *HostError) Denied() bool { return e.Code == CodeDenied }
 var ErrNoHost = errors.New("host: the connection to lathe is closed")
 
 // FileInfo describes one file. Type is "file", "dir", "symlink" or "other".
-type FileInfo struct {
-	Name    string `json:"name"`
-	Type    string `json:"type"`
-	Size    int64  `json:"size"`
-	Mode    uint32 `json:"mode"`
-	ModTime string `json:"mod_time"` // RFC 3339
-}
+type FileInfo = wire.FileInfo
 
 // FetchRequest is an HTTP request for [HostClient.Fetch]. Method defaults
 // to GET.
-type FetchRequest struct {
-	URL     string            `json:"url"`
-	Method  string            `json:"method,omitempty"`
-	Headers map[string]string `json:"headers,omitempty"`
-	Body    []byte            `json:"body,omitempty"`
-}
+type FetchRequest = wire.FetchParams
 
 // FetchResponse is the response, its body cut at the host's limit
 // (Truncated then says so).
-type FetchResponse struct {
-	Status    int               `json:"status"`
-	Headers   map[string]string `json:"headers,omitempty"`
-	Body      []byte            `json:"body"`
-	Truncated bool              `json:"truncated,omitempty"`
-}
+type FetchResponse = wire.FetchResult
 
 // RunRequest runs a program through the host, never through a shell:
 // Argv[0] is looked up in PATH; Dir is relative to the workspace.
-type RunRequest struct {
-	Argv  []string `json:"argv"`
-	Stdin []byte   `json:"stdin,omitempty"`
-	Dir   string   `json:"dir,omitempty"`
-}
+type RunRequest = wire.RunParams
 
 // RunResult is how the program ended and what it wrote.
-type RunResult struct {
-	ExitCode int    `json:"exit_code"`
-	Stdout   []byte `json:"stdout"`
-	Stderr   []byte `json:"stderr"`
-}
+type RunResult = wire.RunResult
 
 // AskResult is the person's answer to [HostClient.Ask]: Action "accept"
 // (Content holds the answer), "decline" or "cancel".
-type AskResult struct {
-	Action  string         `json:"action"`
-	Content map[string]any `json:"content,omitempty"`
-}
+type AskResult = wire.AskResult
 
 type hostKey struct{}
 
@@ -276,15 +251,9 @@ func (h *HostClient) Call(ctx context.Context, method string, params, result any
 func (h *HostClient) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	var data []byte
 	for {
-		var r struct {
-			Data []byte `json:"data"`
-			EOF  bool   `json:"eof"`
-		}
-		p := struct {
-			Path   string `json:"path"`
-			Offset int64  `json:"offset,omitempty"`
-		}{path, int64(len(data))}
-		if err := h.Call(ctx, "fs/read", p, &r); err != nil {
+		var r wire.ReadResult
+		p := wire.ReadParams{Path: path, Offset: int64(len(data))}
+		if err := h.Call(ctx, wire.MethodRead, p, &r); err != nil {
 			return nil, err
 		}
 		data = append(data, r.Data...)
@@ -297,19 +266,13 @@ func (h *HostClient) ReadFile(ctx context.Context, path string) ([]byte, error) 
 // WriteFile writes data to a file of the workspace, replacing it; its
 // directory must exist.
 func (h *HostClient) WriteFile(ctx context.Context, path string, data []byte) error {
-	p := struct {
-		Path string `json:"path"`
-		Data []byte `json:"data"`
-	}{path, data}
-	return h.Call(ctx, "fs/write", p, nil)
+	return h.Call(ctx, wire.MethodWrite, wire.WriteParams{Path: path, Data: data}, nil)
 }
 
 // List lists a directory of the workspace, sorted by name.
 func (h *HostClient) List(ctx context.Context, path string) ([]FileInfo, error) {
-	var r struct {
-		Entries []FileInfo `json:"entries"`
-	}
-	if err := h.Call(ctx, "fs/list", pathParams{path}, &r); err != nil {
+	var r wire.ListResult
+	if err := h.Call(ctx, wire.MethodList, wire.PathParams{Path: path}, &r); err != nil {
 		return nil, err
 	}
 	return r.Entries, nil
@@ -318,24 +281,20 @@ func (h *HostClient) List(ctx context.Context, path string) ([]FileInfo, error) 
 // Stat describes a file of the workspace.
 func (h *HostClient) Stat(ctx context.Context, path string) (FileInfo, error) {
 	var fi FileInfo
-	err := h.Call(ctx, "fs/stat", pathParams{path}, &fi)
+	err := h.Call(ctx, wire.MethodStat, wire.PathParams{Path: path}, &fi)
 	return fi, err
 }
 
 // Remove removes a file, or an empty directory; with recursive, a
 // directory and everything in it.
 func (h *HostClient) Remove(ctx context.Context, path string, recursive bool) error {
-	p := struct {
-		Path      string `json:"path"`
-		Recursive bool   `json:"recursive,omitempty"`
-	}{path, recursive}
-	return h.Call(ctx, "fs/remove", p, nil)
+	return h.Call(ctx, wire.MethodRemove, wire.RemoveParams{Path: path, Recursive: recursive}, nil)
 }
 
 // Fetch makes an HTTP request through the host.
 func (h *HostClient) Fetch(ctx context.Context, req FetchRequest) (*FetchResponse, error) {
 	var r FetchResponse
-	if err := h.Call(ctx, "net/fetch", req, &r); err != nil {
+	if err := h.Call(ctx, wire.MethodFetch, req, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -346,7 +305,7 @@ func (h *HostClient) Fetch(ctx context.Context, req FetchRequest) (*FetchRespons
 // error.
 func (h *HostClient) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 	var r RunResult
-	if err := h.Call(ctx, "proc/run", req, &r); err != nil {
+	if err := h.Call(ctx, wire.MethodRun, req, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -355,50 +314,31 @@ func (h *HostClient) Run(ctx context.Context, req RunRequest) (*RunResult, error
 // Getenv reads a variable of lathe's environment that the tool may see;
 // ok is false when it is not set.
 func (h *HostClient) Getenv(ctx context.Context, name string) (value string, ok bool, err error) {
-	var r struct {
-		Value string `json:"value"`
-		Set   bool   `json:"set"`
-	}
-	err = h.Call(ctx, "env/get", struct {
-		Name string `json:"name"`
-	}{name}, &r)
+	var r wire.EnvResult
+	err = h.Call(ctx, wire.MethodEnv, wire.EnvParams{Name: name}, &r)
 	return r.Value, r.Set, err
 }
 
 // Log sends a log line at an MCP level ("debug", "info", "warning",
 // "error"…).
 func (h *HostClient) Log(ctx context.Context, level, message string) error {
-	return h.Call(ctx, "log", struct {
-		Level   string `json:"level,omitempty"`
-		Message string `json:"message"`
-	}{level, message}, nil)
+	return h.Call(ctx, wire.MethodLog, wire.LogParams{Level: level, Message: message}, nil)
 }
 
 // Progress reports progress (total 0: unknown), with MCP's meaning.
 func (h *HostClient) Progress(ctx context.Context, progress, total float64, message string) error {
-	return h.Call(ctx, "progress", struct {
-		Progress float64 `json:"progress"`
-		Total    float64 `json:"total,omitempty"`
-		Message  string  `json:"message,omitempty"`
-	}{progress, total, message}, nil)
+	return h.Call(ctx, wire.MethodProgress, wire.ProgressParams{Progress: progress, Total: total, Message: message}, nil)
 }
 
 // Ask asks the person a question in the middle of the call; schema, which
 // may be nil, is a flat JSON Schema object of the answer's fields.
 func (h *HostClient) Ask(ctx context.Context, message string, schema json.RawMessage) (*AskResult, error) {
 	var r AskResult
-	err := h.Call(ctx, "ask", struct {
-		Message string          `json:"message"`
-		Schema  json.RawMessage `json:"schema,omitempty"`
-	}{message, schema}, &r)
+	err := h.Call(ctx, wire.MethodAsk, wire.AskParams{Message: message, Schema: schema}, &r)
 	if err != nil {
 		return nil, err
 	}
 	return &r, nil
-}
-
-type pathParams struct {
-	Path string `json:"path"`
 }
 
 // lineWriter writes JSON values one per line, one at a time, so that host
