@@ -222,13 +222,46 @@ func compileError(err error, doc any) error {
 // is ref, followed by ": ", or "" if there is none (the compiler may name a
 // reference resolved against a base, not as written).
 func refPlace(doc any, ref string) string {
+	tokens, ok := firstPlace(doc, func(x map[string]any) []string {
+		if x["$ref"] == ref {
+			return []string{"$ref"}
+		}
+		return nil
+	})
+	if !ok {
+		return ""
+	}
+	return pointer(tokens) + ": "
+}
+
+// badPatternPlace returns the JSON pointer of the first name of a
+// patternProperties in doc that is not a regular expression, or "".
+func badPatternPlace(doc any) string {
+	tokens, ok := firstPlace(doc, func(x map[string]any) []string {
+		pp, _ := x["patternProperties"].(map[string]any)
+		for _, name := range slices.Sorted(maps.Keys(pp)) {
+			if _, err := regexp.Compile(name); err != nil {
+				return []string{"patternProperties", name}
+			}
+		}
+		return nil
+	})
+	if !ok {
+		return ""
+	}
+	return pointer(tokens)
+}
+
+// firstPlace walks doc depth first, keys in order, and returns the tokens
+// of the first object for which at returns some, followed by those.
+func firstPlace(doc any, at func(map[string]any) []string) ([]string, bool) {
 	var tokens []string
 	var find func(v any) bool
 	find = func(v any) bool {
 		switch x := v.(type) {
 		case map[string]any:
-			if x["$ref"] == ref {
-				tokens = append(tokens, "$ref")
+			if here := at(x); here != nil {
+				tokens = append(tokens, here...)
 				return true
 			}
 			for _, k := range slices.Sorted(maps.Keys(x)) {
@@ -249,50 +282,7 @@ func refPlace(doc any, ref string) string {
 		}
 		return false
 	}
-	if !find(doc) {
-		return ""
-	}
-	return pointer(tokens) + ": "
-}
-
-// badPatternPlace returns the JSON pointer of the first name of a
-// patternProperties in doc that is not a regular expression, or "".
-func badPatternPlace(doc any) string {
-	var tokens []string
-	var find func(v any) bool
-	find = func(v any) bool {
-		switch x := v.(type) {
-		case map[string]any:
-			if pp, ok := x["patternProperties"].(map[string]any); ok {
-				for _, name := range slices.Sorted(maps.Keys(pp)) {
-					if _, err := regexp.Compile(name); err != nil {
-						tokens = append(tokens, "patternProperties", name)
-						return true
-					}
-				}
-			}
-			for _, k := range slices.Sorted(maps.Keys(x)) {
-				tokens = append(tokens, k)
-				if find(x[k]) {
-					return true
-				}
-				tokens = tokens[:len(tokens)-1]
-			}
-		case []any:
-			for i, e := range x {
-				tokens = append(tokens, strconv.Itoa(i))
-				if find(e) {
-					return true
-				}
-				tokens = tokens[:len(tokens)-1]
-			}
-		}
-		return false
-	}
-	if !find(doc) {
-		return ""
-	}
-	return pointer(tokens)
+	return tokens, find(doc)
 }
 
 // trimLocation takes the compiler's name for the document out of a message,
