@@ -639,6 +639,12 @@ type HTTPOptions struct {
 	// the moment its header was read; a slower one is cut off with 408.
 	// Zero means [DefaultBodyTimeout].
 	BodyTimeout time.Duration
+	// Mounts are other handlers served beside MCP on the same listener, by
+	// [http.ServeMux] pattern ("/api/", "/metrics", "/"). Each gets the
+	// origin check and the body limits MCP gets, but authenticates its own
+	// requests (a page logs in and carries a cookie; see [RequireToken]
+	// for a bearer token alone).
+	Mounts map[string]http.Handler
 }
 
 // Path is where the HTTP handler serves MCP.
@@ -676,8 +682,16 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	h = bodyDeadline(cmp.Or(opts.BodyTimeout, DefaultBodyTimeout), maxBody, h)
 	mux := http.NewServeMux()
 	mux.Handle(Path, h)
+	for pattern, m := range opts.Mounts {
+		mux.Handle(pattern, bodyDeadline(cmp.Or(opts.BodyTimeout, DefaultBodyTimeout), maxBody, sameOrigin(m)))
+	}
 	return mux
 }
+
+// RequireToken returns a handler that serves next only to requests that
+// carry token as their bearer token (Authorization: Bearer TOKEN), compared
+// in constant time; others are answered 401 Unauthorized.
+func RequireToken(token string, next http.Handler) http.Handler { return bearer(token, next) }
 
 // endOnDelete ends the calls of a session its client closes (DELETE) before
 // the SDK closes it: the SDK waits for the session's requests in flight,
