@@ -45,6 +45,9 @@ type Config struct {
 	// (tools_dirs, absolute paths or ~/…), beside the workspace's
 	// .lathe/tools and the user's own tools directory.
 	ToolsDirs []string `toml:"tools_dirs"`
+	// Temporal holds the [temporal] table: the server that carries the
+	// calls of tools routed to a queue (see temporal.go).
+	Temporal Temporal `toml:"temporal"`
 	// Files names the files that were read, lowest precedence first.
 	Files []string `toml:"-"`
 
@@ -85,6 +88,9 @@ type Tool struct {
 	// MaxConcurrency caps how many calls of the tool one batch runs at once.
 	// Zero means no cap of its own.
 	MaxConcurrency int `toml:"max_concurrency"`
+	// Queue, if set, runs the tool on the workers of that queue (lathe
+	// worker --queue NAME) rather than here; see [Queue].
+	Queue Queue `toml:"queue"`
 
 	// The keys below replace what the tool says of its effects (its
 	// annotations), for the policy and for batch planning alike; nil means

@@ -29,6 +29,9 @@ type Toolset struct {
 	Prefix string `toml:"prefix"`
 	// Runtime names the runtime; empty means inferred from the command.
 	Runtime string `toml:"runtime"`
+	// Queue, if set, runs the toolset's tools on the workers of that queue
+	// rather than here; the binary is not started here.
+	Queue Queue `toml:"queue"`
 	// Timeout bounds one call of each of the toolset's tools.
 	Timeout time.Duration `toml:"timeout"`
 	// Profile is the sandbox profile of the binary while it describes

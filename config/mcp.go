@@ -52,6 +52,9 @@ type MCPServer struct {
 	// drops those matching one of its.
 	Allow []string `toml:"allow"`
 	Deny  []string `toml:"deny"`
+	// Queue, if set, runs the server's tools on the workers of that queue
+	// rather than here; the server is not started here.
+	Queue Queue `toml:"queue"`
 	// Timeout bounds one call of the server's tools.
 	Timeout time.Duration `toml:"timeout"`
 	// StartupTimeout bounds starting the server and listing its tools.

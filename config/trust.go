@@ -98,8 +98,11 @@ func (c *Config) Split() (*Config, []Widening) {
 		default:
 			add(t.Pos, key+".profile", "runs the tool under the %s sandbox profile", t.Profile)
 		}
+		if t.Queue != "" {
+			add(t.Pos, key+".queue", "sends the tool's calls, with their arguments, to the workers of queue %q", string(t.Queue))
+		}
 		local := setKeys(t, "enable", "profile", "timeout", "summary", "description", "concurrency", "max_concurrency",
-			"read_only", "destructive", "idempotent", "open_world")
+			"read_only", "destructive", "idempotent", "open_world", "queue")
 		if len(t.Command) > 0 {
 			how := ""
 			if t.Shell {
@@ -129,7 +132,10 @@ func (c *Config) Split() (*Config, []Widening) {
 		if len(s.Command) > 0 {
 			add(s.Pos, key+".command", "starts the program %s, which describes and runs tools", argv(s.Command))
 		}
-		for _, k := range setKeys(s, "enable", "command", "read", "write", "net", "run") {
+		if s.Queue != "" {
+			add(s.Pos, key+".queue", "sends the calls of the toolset's tools, with their arguments, to the workers of queue %q", string(s.Queue))
+		}
+		for _, k := range setKeys(s, "enable", "command", "read", "write", "net", "run", "queue") {
 			add(s.Pos, key+"."+k, "changes how the toolset runs")
 		}
 		addHost(add, s.Pos, key, s.Permissions())
@@ -153,7 +159,10 @@ func (c *Config) Split() (*Config, []Widening) {
 		if s.URL != "" {
 			add(s.Pos, key+".url", "connects to the MCP server at %q, with the headers and variables the table names", s.URL)
 		}
-		for _, k := range setKeys(s, "enable", "command", "url", "approval", "trust_annotations") {
+		if s.Queue != "" {
+			add(s.Pos, key+".queue", "sends the calls of the server's tools, with their arguments, to the workers of queue %q", string(s.Queue))
+		}
+		for _, k := range setKeys(s, "enable", "command", "url", "approval", "trust_annotations", "queue") {
 			add(s.Pos, key+"."+k, "changes how lathe reaches the server")
 		}
 		ns := &MCPServer{Name: s.Name, Pos: s.Pos}
@@ -207,6 +216,11 @@ func (c *Config) Split() (*Config, []Widening) {
 	}
 	if len(c.ToolsDirs) > 0 {
 		add(at("tools_dirs"), "tools_dirs", "loads JavaScript tools from %s", strings.Join(c.ToolsDirs, ", "))
+	}
+	// The server that carries routed calls sees their arguments and
+	// results, and could answer with tools of its own choosing.
+	for _, k := range setKeys(&c.Temporal) {
+		add(at("temporal", k), "temporal."+k, "changes which Temporal server carries the calls of tools routed to a queue")
 	}
 	for _, k := range setKeys(&c.Audit) {
 		add(at("audit", k), "audit."+k, "changes where calls are recorded, or what is")
