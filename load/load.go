@@ -127,6 +127,17 @@ type Options struct {
 	// if none were cached, and caches what they list (lathe list
 	// --refresh).
 	RefreshToolCache bool
+	// Dispatch returns what reaches the workers of the queues that tools
+	// are routed to (queue = "NAME" in a [tools.NAME], [toolsets.NAME] or
+	// [mcp.NAME] table), for the configuration's [temporal] table. It is
+	// called only when something is routed; the engine closes what it
+	// returns, if that is an io.Closer. Nil makes a route a configuration
+	// error.
+	Dispatch func(ctx context.Context, cfg *config.Config) (Dispatcher, error)
+	// Serving names the queue this engine serves (lathe worker --queue
+	// NAME): what is routed to it runs here, so that the callers and the
+	// workers of a queue can share one configuration.
+	Serving string
 }
 
 // Untrusted is a workspace file that needs a person's trust and lacks it.
@@ -163,7 +174,8 @@ type Workspace struct {
 	// shown to the person (lathe describe), never granted.
 	Declared map[string]host.Permissions
 
-	store *lazyStore
+	store  *lazyStore
+	remote *remote
 
 	mu     sync.Mutex
 	closed bool
@@ -251,6 +263,14 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 	if err != nil {
 		return err
 	}
+	// What is routed to a queue does not run here: the loaders below see
+	// a configuration without it, and loadRemote registers it from the
+	// queue.
+	routes := cfg.Routes(opts.Serving)
+	if len(routes) > 0 {
+		w.Config = withoutRoutes(cfg, routes)
+		defer func() { w.Config = cfg }()
+	}
 	root, err := tools.NewWorkspace(w.Dir)
 	if err != nil {
 		return &WorkspaceError{Dir: w.Dir, Err: err}
@@ -304,6 +324,9 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 		return err
 	}
 	if err := w.loadMCP(ctx, opts, known); err != nil {
+		return err
+	}
+	if err := w.loadRemote(ctx, opts, cfg, routes, known); err != nil {
 		return err
 	}
 	untrusted := leftOut(cfg, pending)
