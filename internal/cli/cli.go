@@ -95,6 +95,11 @@ type globals struct {
 	need      []string
 	longLived bool
 	refresh   bool
+	// serving names the queue lathe worker serves (load.Options.Serving);
+	// temporal holds its flags, which also reach the server of routed
+	// tools.
+	serving  string
+	temporal temporalFlags
 
 	mu     sync.Mutex
 	opened []*load.Workspace // closed when the command ends
@@ -123,6 +128,7 @@ func newRoot(s Streams, extra []tool.Tool) (*cobra.Command, *globals) {
 	root.AddCommand(newListCmd(g), newDescribeCmd(g), newCallCmd(g), newVersionCmd(g))
 	root.AddCommand(newBatchCmd(g))
 	root.AddCommand(newServeCmd(g))
+	root.AddCommand(newWorkerCmd(g))
 	root.AddCommand(newCacheCmd(g))
 	root.AddCommand(newAuditCmd(g))
 	root.AddCommand(newTrustCmd(g))

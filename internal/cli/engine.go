@@ -55,6 +55,8 @@ func (g *globals) openWorkspace(ctx context.Context) (*load.Workspace, error) {
 	opts.Need = g.need
 	opts.LongLived = g.longLived
 	opts.RefreshToolCache = g.refresh
+	opts.Dispatch = g.dispatch
+	opts.Serving = g.serving
 	w, err := load.Open(ctx, opts)
 	if err != nil {
 		return nil, g.loadError(err)
