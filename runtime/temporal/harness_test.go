@@ -14,10 +14,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/runtime/temporal"
@@ -42,6 +44,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// workerEngine is the engine of a test worker process, which its tool
+// grow changes.
+var workerEngine atomic.Pointer[lathe.Engine]
+
 func runWorker(queue string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -54,6 +60,7 @@ func runWorker(queue string) int {
 		return 1
 	}
 	defer ws.Close()
+	workerEngine.Store(ws.Engine)
 	c, err := temporal.Dial(ctx, temporal.Options{Address: os.Getenv(workerAddr), CacheDir: "-"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
@@ -103,11 +110,22 @@ func testTools(name string) []tool.Tool {
 		return tool.Definition{Name: n, Description: "a test tool", InputSchema: schema, Annotations: a, Source: "builtin"}
 	}
 	destructive := tool.Annotations{DestructiveHint: tool.Bool(true)}
+	noop := tool.Tool{Definition: def("noop", tool.Annotations{ReadOnlyHint: true}, obj), Runtime: tool.RuntimeFunc(
+		func(ctx context.Context, _ *tool.Definition, c *tool.Call) (*tool.Outcome, error) {
+			ns, _ := os.Readlink("/proc/self/ns/net")
+			return &tool.Outcome{Result: tool.TextResult(name + " " + ns)}, nil
+		})}
 	return []tool.Tool{
-		{Definition: def("noop", tool.Annotations{ReadOnlyHint: true}, obj), Runtime: tool.RuntimeFunc(
+		noop,
+		{Definition: def("grow", tool.Annotations{ReadOnlyHint: true}, obj), Runtime: tool.RuntimeFunc(
 			func(ctx context.Context, _ *tool.Definition, c *tool.Call) (*tool.Outcome, error) {
-				ns, _ := os.Readlink("/proc/self/ns/net")
-				return &tool.Outcome{Result: tool.TextResult(name + " " + ns)}, nil
+				// The worker's registry changes: noop gets a new description.
+				grown := noop
+				grown.Definition.Description = "grown"
+				if err := workerEngine.Load().Replace([]string{"noop"}, grown); err != nil {
+					return nil, err
+				}
+				return &tool.Outcome{Result: tool.TextResult("grown")}, nil
 			})},
 		{Definition: def("slow_idempotent", tool.Annotations{DestructiveHint: tool.Bool(true), IdempotentHint: true}, slowSchema), Runtime: tool.RuntimeFunc(slow)},
 		{Definition: def("slow_once", destructive, slowSchema), Runtime: tool.RuntimeFunc(slow)},
@@ -247,11 +265,16 @@ func (w *workerProc) kill() {
 // (trusted), with tools routed to queues of the test's server.
 func (e *env) caller(callerConfig string) *load.Workspace {
 	e.t.Helper()
+	return e.callerCached(callerConfig, e.t.TempDir())
+}
+
+// callerCached is caller, with the tools of queues cached in cache.
+func (e *env) callerCached(callerConfig, cache string) *load.Workspace {
+	e.t.Helper()
 	dir := e.t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "lathe.toml"), []byte(callerConfig), 0o644); err != nil {
 		e.t.Fatal(err)
 	}
-	cache := e.t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var mu sync.Mutex

@@ -178,3 +178,48 @@ func readMarker(t *testing.T, e *env, name string) string {
 	}
 	return b
 }
+
+// TestRegistryChange: when a worker's tools change, the caller learns it
+// from the next result that worker sends, and takes the new definitions.
+func TestRegistryChange(t *testing.T) {
+	e := newEnv(t, nil)
+	e.startWorker("w1", "q1", "")
+	ws := e.caller(routeAll("q1", nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if d, _ := ws.Engine.Lookup("noop"); d.Description != "a test tool" {
+		t.Fatalf("noop before: %q", d.Description)
+	}
+	if err := call(ctx, ws, "g1", "grow", `{}`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for ctx.Err() == nil {
+		if d, _ := ws.Engine.Lookup("noop"); d.Description == "grown" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the caller still has noop's old definition after 60s")
+}
+
+// TestCachedTools: a caller that opens while no worker of the queue runs
+// gets the tools the queue published last, from its cache, and its calls
+// run once a worker is back.
+func TestCachedTools(t *testing.T) {
+	e := newEnv(t, nil)
+	w := e.startWorker("w1", "q1", "")
+	cache := t.TempDir()
+	e.callerCached(routeAll("q1", nil), cache)
+	w.kill()
+	ws := e.callerCached(routeAll("q1", nil), cache)
+	if _, ok := ws.Engine.Lookup("noop"); !ok {
+		t.Fatalf("the cache did not give the queue's tools: %v", ws.Engine.Tools())
+	}
+	e.startWorker("w2", "q1", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out := call(ctx, ws, "c1", "noop", `{}`)
+	if err := out.Err(); err != nil || !strings.HasPrefix(out.Result.Text(), "w2 ") {
+		t.Fatalf("noop: %v %q", err, out.Result.Text())
+	}
+}

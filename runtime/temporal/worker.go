@@ -25,14 +25,6 @@ const heartbeatEvery = 200 * time.Millisecond
 // configuration allows does not widen what this worker's allows.
 func Serve(ctx context.Context, c *Client, queue string, e *lathe.Engine) error {
 	s := &server{engine: e}
-	s.version = registryVersion(e.Tools())
-	stop := e.Subscribe(func(lathe.Event) {
-		v := registryVersion(e.Tools())
-		s.mu.Lock()
-		s.version = v
-		s.mu.Unlock()
-	}, lathe.EventToolsChanged)
-	defer stop()
 	w := worker.New(c.c, queue, worker.Options{
 		// A heartbeat is where a cancellation comes in: it must not wait
 		// the SDK's default of up to a minute.
@@ -55,15 +47,7 @@ func Serve(ctx context.Context, c *Client, queue string, e *lathe.Engine) error 
 
 // server is what a worker runs its activities with.
 type server struct {
-	engine  *lathe.Engine
-	mu      sync.Mutex
-	version string
-}
-
-func (s *server) registry() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.version
+	engine *lathe.Engine
 }
 
 // call runs one call through the worker's engine. It heartbeats while the
@@ -117,7 +101,11 @@ func (s *server) call(ctx context.Context, in callInput) (callOutput, error) {
 		// workflow reports the cancellation.
 		return callOutput{}, temporal.NewCanceledError()
 	}
-	return callOutput{Outcome: *out, Registry: s.registry()}, nil
+	// The version is taken after the call, from the registry as it is
+	// now, so that a call that changed it (or ran while it changed)
+	// tells the caller at once. Hashing the definitions costs far less
+	// than the round trip through the server.
+	return callOutput{Outcome: *out, Registry: registryVersion(s.engine.Tools())}, nil
 }
 
 // list publishes the worker's tools.
