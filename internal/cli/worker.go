@@ -92,6 +92,5 @@ func newWorkerCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&queue, "queue", "", "the task queue to serve (required)")
 	cmd.Flags().StringVar(&g.temporal.address, "temporal-address", "", "the Temporal server's frontend, HOST:PORT (default: [temporal] address, else "+temporal.DefaultAddress+")")
 	cmd.Flags().StringVar(&g.temporal.namespace, "temporal-namespace", "", "the Temporal namespace (default: [temporal] namespace, else "+temporal.DefaultNamespace+")")
-	cmd.MarkFlagRequired("queue")
 	return cmd
 }
