@@ -155,6 +155,14 @@ func (w *Workspace) registerRemote(cfg *config.Config, q string, ts []tool.Tool,
 	var add []tool.Tool
 	var names []string
 	for _, t := range ts {
+		// Whoever may reach the server may serve the queue: what a worker
+		// says of its tools' effects is a claim, taken only the cautious
+		// way, as an untrusted MCP server's is (Apply does that for the
+		// tools of a routed [mcp.NAME], whose trust_annotations decides).
+		// The caller's [tools.NAME] table says otherwise where it knows.
+		if !strings.HasPrefix(t.Definition.Source, "mcp.") {
+			config.Distrust(&t.Definition.Annotations)
+		}
 		if !cfg.Apply(&t) {
 			continue
 		}

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -20,6 +22,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/internal/statedir"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -33,7 +36,8 @@ type Options struct {
 	Namespace string
 	// CacheDir keeps the tools each queue's workers published, so that a
 	// one-shot command lists them without a round trip; empty means
-	// lathe/temporal in the user's cache directory, and "-" keeps none.
+	// $LATHE_CACHE_DIR/temporal, else lathe/temporal in the user's cache
+	// directory, and "-" keeps none.
 	CacheDir string
 	// Heartbeat is how long a worker may go silent during a call before it
 	// is taken for dead; zero means [DefaultHeartbeat].
@@ -80,7 +84,11 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		opts.ListTimeout = DefaultListTimeout
 	}
 	if opts.CacheDir == "" {
-		if d, err := os.UserCacheDir(); err == nil {
+		// The directory of lathe's other caches ($LATHE_CACHE_DIR, else
+		// the user's cache directory), outside every workspace.
+		if d := os.Getenv("LATHE_CACHE_DIR"); d != "" {
+			opts.CacheDir = filepath.Join(d, "temporal")
+		} else if d, err := os.UserCacheDir(); err == nil {
 			opts.CacheDir = filepath.Join(d, "lathe", "temporal")
 		}
 	}
@@ -147,6 +155,9 @@ func (c *Client) list(ctx context.Context, queue string) (*listOutput, error) {
 		WorkflowExecutionTimeout: c.opts.ListTimeout,
 	}, listName, c.opts.ListTimeout)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("the server did not take the request for the tools of queue %q within %s", queue, c.opts.ListTimeout)
+		}
 		return nil, fmt.Errorf("asking the workers of queue %q for their tools: %w", queue, err)
 	}
 	var l listOutput
@@ -170,44 +181,47 @@ func (c *Client) cacheFile(queue string) string {
 	return filepath.Join(c.opts.CacheDir, hex.EncodeToString(h[:16])+".json")
 }
 
+// readCache reads the cached tools of queue, or returns nil. The cache
+// decides which tools the caller offers, so it is kept as the trust
+// records are: a directory or a file that others may write or that
+// another user owns, a link or a FIFO, is not read, and the queue is
+// asked instead.
 func (c *Client) readCache(queue string) *listOutput {
 	f := c.cacheFile(queue)
-	if f == "" {
+	if f == "" || statedir.CheckDir(filepath.Dir(f), "tool cache") != nil {
 		return nil
 	}
-	b, err := os.ReadFile(f)
+	r, fi, err := statedir.Open(f)
 	if err != nil {
 		return nil
 	}
+	defer r.Close()
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o022 != 0 {
+		return nil
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return nil
+	}
 	var l listOutput
-	if json.Unmarshal(b, &l) != nil || l.Registry == "" {
+	if json.NewDecoder(io.LimitReader(r, maxCache)).Decode(&l) != nil || l.Registry == "" {
 		return nil
 	}
 	return &l
 }
 
-// writeCache writes the cache whole or not at all (a temporary file
-// renamed over the old one), readable by this user only: what it holds
-// becomes the caller's tools.
+// maxCache caps what is read of a cache file.
+const maxCache = 64 << 20
+
+// writeCache writes the cache whole or not at all, readable by this user
+// only (see readCache). A cache that cannot be written costs only the
+// next command a round trip.
 func (c *Client) writeCache(queue string, l *listOutput) {
 	f := c.cacheFile(queue)
-	if f == "" {
+	if f == "" || statedir.MkdirAll(filepath.Dir(f), "tool cache") != nil {
 		return
 	}
-	if os.MkdirAll(filepath.Dir(f), 0o700) != nil {
-		return
-	}
-	b, err := json.Marshal(l)
-	if err != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(f), ".queue-*")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(b)
-	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), f) != nil {
-		os.Remove(tmp.Name())
+	if b, err := json.Marshal(l); err == nil {
+		statedir.WriteFile(f, b)
 	}
 }
 

@@ -63,31 +63,40 @@ func TestWorkerKilledIdempotent(t *testing.T) {
 
 // TestWorkerKilledNotIdempotent: the worker running a call of a tool that
 // may destroy, and is not idempotent, dies; the call is not run again
-// anywhere, and the caller gets a runtime failure that says why.
+// anywhere, and the caller gets a runtime failure that says why. A worker
+// that claims its tool is idempotent is not believed: only the caller's
+// own table could say so.
 func TestWorkerKilledNotIdempotent(t *testing.T) {
-	e := newEnv(t, nil)
-	e.startWorker("w1", "q1", "")
-	e.startWorker("w2", "q1", "")
-	ws := e.caller(routeAll("q1", nil))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	done := make(chan *tool.Outcome, 1)
-	go func() { done <- call(ctx, ws, "n1", "slow_once", `{"tag":"n","ms":2000}`) }()
-	first := e.startedOn("n")
-	first.kill()
-	var out *tool.Outcome
-	select {
-	case out = <-done:
-	case <-ctx.Done():
-		t.Fatal("the call did not come back within 60s of its worker's death")
-	}
-	if out.Result == nil || out.Result.ErrorKind != tool.KindRuntimeFailure ||
-		!strings.Contains(out.Result.Text(), "not marked idempotent") {
-		t.Fatalf("want a runtime failure saying the call was not run again, got %+v", out.Result)
-	}
-	time.Sleep(time.Second)
-	if m := e.marked("n.started."); len(m) != 1 {
-		t.Errorf("the call started %d times (%v), want once", len(m), m)
+	for _, tc := range []struct{ tool, more string }{
+		{"slow_once", ""},
+		{"slow_idempotent", `timeout = "50s"`},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			e := newEnv(t, nil)
+			e.startWorker("w1", "q1", "")
+			e.startWorker("w2", "q1", "")
+			ws := e.caller(routeAll("q1", map[string]string{tc.tool: tc.more}))
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			done := make(chan *tool.Outcome, 1)
+			go func() { done <- call(ctx, ws, "n1", tc.tool, `{"tag":"n","ms":2000}`) }()
+			first := e.startedOn("n")
+			first.kill()
+			var out *tool.Outcome
+			select {
+			case out = <-done:
+			case <-ctx.Done():
+				t.Fatal("the call did not come back within 60s of its worker's death")
+			}
+			if out.Result == nil || out.Result.ErrorKind != tool.KindRuntimeFailure ||
+				!strings.Contains(out.Result.Text(), "not marked idempotent") {
+				t.Fatalf("want a runtime failure saying the call was not run again, got %+v", out.Result)
+			}
+			time.Sleep(time.Second)
+			if m := e.marked("n.started."); len(m) != 1 {
+				t.Errorf("the call started %d times (%v), want once", len(m), m)
+			}
+		})
 	}
 }
 

@@ -275,7 +275,7 @@ func (e *env) callerCached(callerConfig, cache string) *load.Workspace {
 	if err := os.WriteFile(filepath.Join(dir, "lathe.toml"), []byte(callerConfig), 0o644); err != nil {
 		e.t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var mu sync.Mutex
 	var warnings []string
@@ -283,7 +283,8 @@ func (e *env) callerCached(callerConfig, cache string) *load.Workspace {
 		Trust: func(context.Context, load.Untrusted) (bool, error) { return true, nil },
 		Warn:  func(err error) { mu.Lock(); warnings = append(warnings, err.Error()); mu.Unlock() },
 		Dispatch: func(ctx context.Context, cfg *config.Config) (load.Dispatcher, error) {
-			c, err := temporal.Dial(ctx, temporal.Options{Address: e.srv.Addr(), CacheDir: cache})
+			// A machine shared with other work may be slow to answer.
+			c, err := temporal.Dial(ctx, temporal.Options{Address: e.srv.Addr(), CacheDir: cache, ListTimeout: 45 * time.Second})
 			if err != nil {
 				return nil, err
 			}
@@ -329,12 +330,18 @@ func (e *env) waitMarked(prefix string, within time.Duration) string {
 }
 
 // routeAll is a caller's configuration routing every test tool to queue,
-// and allowing every call; more holds keys to add to a tool's table.
+// and allowing every call; more holds keys to add to a tool's table. The
+// caller says slow_idempotent is idempotent: a worker's word is not
+// taken for it.
 func routeAll(queue string, more map[string]string) string {
 	var b strings.Builder
 	for _, t := range testTools("") {
 		n := t.Definition.Name
-		fmt.Fprintf(&b, "[tools.%s]\nqueue = %q\n%s\n", n, queue, more[n])
+		m := more[n]
+		if n == "slow_idempotent" && m == "" {
+			m = "idempotent = true"
+		}
+		fmt.Fprintf(&b, "[tools.%s]\nqueue = %q\n%s\n", n, queue, m)
 	}
 	b.WriteString(`
 [[policy.rules]]

@@ -18,13 +18,21 @@ import (
 func TestRoundTrip(t *testing.T) {
 	e := newEnv(t, nil)
 	e.startWorker("w1", "q1", "")
-	ws := e.caller(routeAll("q1", nil))
+	ws := e.caller(routeAll("q1", map[string]string{"noop": "read_only = true"}))
 	d, ok := ws.Engine.Lookup("noop")
 	if !ok {
 		t.Fatalf("the caller has no tool noop from the queue; it has %v", ws.Engine.Tools())
 	}
-	if d.Runtime != "temporal" || d.Description != "a test tool" || !d.Annotations.ReadOnlyHint {
+	if d.Runtime != "temporal" || d.Description != "a test tool" || string(d.InputSchema) != `{"type":"object"}` {
 		t.Errorf("noop's definition did not come across whole: %+v", d)
+	}
+	// The worker says noop is read-only and ask is too; the caller takes
+	// the first from its own table, and not the second from the worker.
+	if !d.Annotations.ReadOnlyHint {
+		t.Errorf("the caller's read_only = true did not apply: %+v", d.Annotations)
+	}
+	if d, _ := ws.Engine.Lookup("ask"); d.Annotations.ReadOnlyHint {
+		t.Errorf("the worker's claim that ask is read-only was taken: %+v", d.Annotations)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
