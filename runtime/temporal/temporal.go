@@ -18,7 +18,9 @@
 // died, the server lost it), never for a result the tool returned, and a
 // tool that may destroy is retried only when it says it is idempotent.
 //
-// [Client] is what package load calls a Dispatcher: [load.Options].Dispatch.
+// [Client] is what package load calls a Dispatcher
+// ([github.com/lathe-tools/lathe/load.Dispatcher]), which the lathe command
+// gives the loader through [github.com/lathe-tools/lathe/load.Options].Dispatch.
 // A program that does not import this package does not compile the
 // Temporal SDK. See docs/temporal.md of the project for the design and its
 // reasons.

@@ -19,10 +19,15 @@ import (
 // server's.
 const heartbeatEvery = 200 * time.Millisecond
 
+// stopGrace is how long a stopping worker waits for the calls it runs.
+const stopGrace = 5 * time.Second
+
 // Serve serves the tools of e on queue until ctx ends, then stops taking
-// calls and lets those running end (they are cancelled with ctx). Every
-// call runs through e's pipeline, under e's policy: what a caller's
-// configuration allows does not widen what this worker's allows.
+// calls and gives those running [stopGrace] to end; a call still running
+// then is cancelled, and its caller sees it as a worker that died (run
+// again elsewhere where the tool allows). Every call runs through e's
+// pipeline, under e's policy: what a caller's configuration allows does
+// not widen what this worker's allows.
 func Serve(ctx context.Context, c *Client, queue string, e *lathe.Engine) error {
 	s := &server{engine: e}
 	w := worker.New(c.c, queue, worker.Options{
@@ -30,8 +35,7 @@ func Serve(ctx context.Context, c *Client, queue string, e *lathe.Engine) error 
 		// the SDK's default of up to a minute.
 		DefaultHeartbeatThrottleInterval: heartbeatEvery,
 		MaxHeartbeatThrottleInterval:     heartbeatEvery,
-		WorkerStopTimeout:                5 * time.Second,
-		BackgroundActivityContext:        context.WithoutCancel(ctx),
+		WorkerStopTimeout:                stopGrace,
 	})
 	w.RegisterWorkflowWithOptions(callWorkflow, workflow.RegisterOptions{Name: callName})
 	w.RegisterWorkflowWithOptions(listWorkflow, workflow.RegisterOptions{Name: listName})
