@@ -167,6 +167,7 @@ func newServer(p *Pool, cfg Config) *server {
 	})
 	s.client.AddReceivingMiddleware(refuseRoots, titledItemsLeniency)
 	s.client.AddSendingMiddleware(s.levelInMeta) // logging.go
+	s.client.AddSendingMiddleware(declareTasks)  // tasks.go
 	// Tasks: the task methods lathe sends upstream (tasks.go).
 	addTaskMethods(s.client)
 	return s
@@ -655,19 +656,18 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 	if hooks.Progress != nil || s.pool.opts.Hooks.Progress != nil {
 		params.SetProgressToken(progressToken(id))
 	}
-	// Tasks: a tool its server offers to run as a task runs as one
-	// (tasks.go).
-	asTask := offersTasks(sess.cap.tool(upstream))
-	sendCtx := callCtx
-	if asTask {
-		askTask(callCtx, params)
-		var done context.CancelFunc
-		sendCtx, done = createContext(callCtx)
-		defer done()
-	}
-	res, err := sess.cs.CallTool(sendCtx, params)
-	if err == nil && asTask {
-		res, err = s.awaitTask(callCtx, sess, res)
+	// Tasks: a tool its server offers to run as a task runs as one; a
+	// server of 2026-07-28 may answer any call with a task (tasks.go).
+	ext := tasks26(sess.cs)
+	asTask := !ext && offersTasks(sess.cap.tool(upstream))
+	var res *sdk.CallToolResult
+	if asTask || ext {
+		if asTask {
+			askTask(callCtx, params)
+		}
+		res, err = s.callTask(callCtx, sess, params)
+	} else {
+		res, err = sess.cs.CallTool(callCtx, params)
 	}
 	answered = callCtx.Err() == nil
 	// The log and progress messages sent before the answer reach the call
