@@ -93,6 +93,9 @@ type server struct {
 	// cache was read (surfacecache.go).
 	surfCached *surfaceEntry
 	surfLoaded bool
+	// nonce is the secret of the marks that name the call a message read
+	// from a call's stream is for (related.go).
+	nonce string
 }
 
 // session is one connection to the server: a process or an HTTP session.
@@ -149,7 +152,7 @@ func newServer(p *Pool, cfg Config) *server {
 	if stderr == nil {
 		stderr = p.opts.Stderr
 	}
-	s := &server{pool: p, cfg: cfg, stderr: &tail{w: stderr}, inflight: map[uint64]*inflight{}}
+	s := &server{pool: p, cfg: cfg, stderr: &tail{w: stderr}, inflight: map[uint64]*inflight{}, nonce: newNonce()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.client = sdk.NewClient(&sdk.Implementation{Name: "lathe", Version: "1"}, &sdk.ClientOptions{
 		// lathe offers no roots: a server such as the filesystem one would
@@ -304,6 +307,7 @@ func (s *server) start() (*session, []upTool, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.startupTimeout())
 	defer cancel()
 	sess := &session{cap: newCapture(), done: make(chan struct{})}
+	sess.cap.nonce = s.nonce
 	var t sdk.Transport
 	if len(s.cfg.Command) > 0 {
 		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
@@ -878,6 +882,7 @@ func (s *server) log(ctx context.Context, req *sdk.LoggingMessageRequest) {
 		return
 	}
 	msg := tool.LogMessage{Level: string(p.Level), Logger: p.Logger, Data: data}
+	ctx = s.named(ctx, p.Meta) // related.go
 	if _, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Log != nil }); ok {
 		release()
 		h.Log(msg)
@@ -898,6 +903,7 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 	if err != nil {
 		return nil, err
 	}
+	ctx = s.named(ctx, req.Params.Meta) // related.go
 	id, f := s.caller(ctx)
 	if f != nil && len(f.answers) > 0 {
 		if res, q, err := elicitFromAnswers(r, f.answers); err == nil && q == nil {
@@ -934,6 +940,7 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 }
 
 func (s *server) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+	ctx = s.named(ctx, req.Params.Meta) // related.go
 	ctx, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Sample != nil })
 	defer release()
 	if !ok {
