@@ -50,7 +50,7 @@ func newNonce() string {
 func (s *server) named(ctx context.Context, meta map[string]any) context.Context {
 	v, _ := meta[relatedKey].(string)
 	nonce, id, ok := strings.Cut(v, ":")
-	if !ok || subtle.ConstantTimeCompare([]byte(nonce), []byte(s.nonce)) != 1 {
+	if !ok || s.nonce == "" || subtle.ConstantTimeCompare([]byte(nonce), []byte(s.nonce)) != 1 {
 		return ctx
 	}
 	n, err := strconv.ParseUint(id, 10, 64)

@@ -96,6 +96,12 @@ type server struct {
 	// nonce is the secret of the marks that name the call a message read
 	// from a call's stream is for (related.go).
 	nonce string
+	// unnamed says the server asked a question naming no call: its calls
+	// take turns (turns.go). turn is closed when a call ends; waiters
+	// counts the calls of each session waiting for their turn.
+	unnamed atomic.Bool
+	turn    chan struct{}
+	waiters map[string]int
 }
 
 // session is one connection to the server: a process or an HTTP session.
@@ -644,8 +650,13 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 	hooks := tool.HooksFrom(ctx)
 	callCtx, cancelCall := context.WithCancel(ctx)
 	defer cancelCall()
-	id := s.track(&inflight{ctx: callCtx, hooks: hooks, answers: c.Answers, cancel: cancelCall,
+	id, err := s.trackTurn(ctx, &inflight{ctx: callCtx, hooks: hooks, answers: c.Answers, cancel: cancelCall,
 		session: lathe.SessionFrom(ctx)})
+	if err != nil {
+		// The call's deadline or cancellation came while it waited for
+		// its turn (turns.go).
+		return nil, err
+	}
 	// A call that ends without the server's answer (cancelled, timed out,
 	// ended with a question) may still be worked on by the server.
 	answered := false
@@ -816,6 +827,7 @@ func (s *server) untrack(id uint64, answered bool) {
 	if f == nil {
 		return
 	}
+	s.nextTurnLocked() // turns.go
 	if s.ended == nil {
 		s.ended, s.abandoned = map[string]time.Time{}, map[string]time.Time{}
 	}
@@ -904,6 +916,7 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 		return nil, err
 	}
 	ctx = s.named(ctx, req.Params.Meta) // related.go
+	s.noteUnnamed(ctx)                  // turns.go
 	id, f := s.caller(ctx)
 	if f != nil && len(f.answers) > 0 {
 		if res, q, err := elicitFromAnswers(r, f.answers); err == nil && q == nil {
@@ -941,6 +954,7 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 
 func (s *server) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 	ctx = s.named(ctx, req.Params.Meta) // related.go
+	s.noteUnnamed(ctx)                  // turns.go
 	ctx, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Sample != nil })
 	defer release()
 	if !ok {
