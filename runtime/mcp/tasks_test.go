@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/runtime/builtin"
 	"github.com/lathe-tools/lathe/runtime/mcp"
@@ -326,5 +328,48 @@ func TestUpstreamTask2026(t *testing.T) {
 	}
 	if log := read(); !method(log, "tasks/cancel") {
 		t.Errorf("no tasks/cancel upstream; it read:\n%s", log)
+	}
+}
+
+// Through the gateway: a client of lathe serve calls a tool whose upstream
+// (MCP 2026-07-28) makes a task of the call and asks a question; the
+// question reaches the client that made the call, over lathe's own
+// streamable HTTP, and its answer reaches the upstream's task.
+func TestGatewayUpstreamTask2026(t *testing.T) {
+	cfg, logf, _ := tasksUpstream(t)
+	cfg.Env["TASKS_VERSION"] = "2026-07-28"
+	e, _ := open(t, mcp.Options{}, cfg)
+	srv := server.New(e, server.Options{})
+	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{}))
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Close()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var asked []string
+	c := sdk.NewClient(&sdk.Implementation{Name: "client"}, &sdk.ClientOptions{
+		ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			asked = append(asked, r.Params.Message)
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": true}}, nil
+		}})
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ts.URL + server.Path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "up__confirm", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.IsError || len(r.Content) != 1 || r.Content[0].(*sdk.TextContent).Text != "went on" {
+		b, _ := json.Marshal(r)
+		t.Errorf("the call through the gateway: %s", b)
+	}
+	if len(asked) != 1 || !strings.Contains(asked[0], "Go on?") {
+		t.Errorf("the client was asked %q", asked)
+	}
+	if b, _ := os.ReadFile(logf); !strings.Contains(string(b), `"method":"tasks/update"`) {
+		t.Errorf("the answer did not reach the upstream's task; it read:\n%s", b)
 	}
 }
