@@ -424,7 +424,7 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		asked := c.pending[k]
 		delete(c.pending, k)
 		c.mu.Unlock()
-		if r.Error == nil && (asked || bytes.Contains(r.Result, resultTypeKey)) {
+		if r.Error == nil && (asked || mayBeTask26(r.Result)) {
 			r.Result = taskAsResult(r.Result)
 		}
 	}
@@ -432,8 +432,13 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // resultTypeKey marks a result of MCP 2026-07-28, which may be a task's
-// handle: only such a result is decoded to find out.
+// handle: only such a result that also holds the string "task" is decoded
+// to find out.
 var resultTypeKey = []byte(`"resultType"`)
+
+func mayBeTask26(res []byte) bool {
+	return bytes.Contains(res, resultTypeKey) && bytes.Contains(res, []byte(`"task"`))
+}
 
 // taskAsResult turns a CreateTaskResult into a CallToolResult that carries
 // the task in its _meta; any other result is left as it is. The handle of
@@ -556,7 +561,7 @@ func (b *taskBody) Read(p []byte) (int, error) {
 // rewriteTask rewrites one JSON-RPC response that carries a
 // CreateTaskResult.
 func rewriteTask(data []byte) []byte {
-	if !bytes.Contains(data, []byte(`"task"`)) && !bytes.Contains(data, resultTypeKey) {
+	if !bytes.Contains(data, []byte(`"task"`)) {
 		return data
 	}
 	m, err := jsonrpc.DecodeMessage(data)
