@@ -60,6 +60,10 @@ func (s *server) named(ctx context.Context, meta map[string]any) context.Context
 	return context.WithValue(ctx, inflightKey{}, n)
 }
 
+// relatedBuffer is the buffer of a relatedBody: every call's stream has
+// one.
+const relatedBuffer = 4 << 10
+
 // relatedBody passes on the event stream that answers the call id, each
 // message of relatedMethods marked with the call (see above). A line whose
 // head names no such method passes as it is, however long, without being
@@ -80,7 +84,9 @@ func (b *relatedBody) Read(p []byte) (int, error) {
 			return 0, b.err
 		}
 		if b.src == nil {
-			b.src = bufio.NewReaderSize(b.ReadCloser, 64<<10)
+			// Small: a long line passes through it in pieces, and only
+			// a line's head decides.
+			b.src = bufio.NewReaderSize(b.ReadCloser, relatedBuffer)
 		}
 		chunk, err := b.src.ReadSlice('\n')
 		full := errors.Is(err, bufio.ErrBufferFull)
@@ -111,7 +117,9 @@ func (b *relatedBody) Read(p []byte) (int, error) {
 		}
 		// The rest of a line that is not whole passes as it is.
 		b.pass = full
-		b.out, b.err = append([]byte(nil), chunk...), err
+		// chunk stays valid until the next ReadSlice, which waits for
+		// b.out to be drained.
+		b.out, b.err = chunk, err
 	}
 	n := copy(p, b.out)
 	b.out = b.out[n:]

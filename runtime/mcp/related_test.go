@@ -88,3 +88,36 @@ func itoa(n uint64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// BenchmarkRelatedBody: reading the event stream that answers a call
+// through relatedBody, against reading it as it is (raw), for a small
+// result, a 1 MiB one, and a stream with an elicitation to mark.
+func BenchmarkRelatedBody(b *testing.B) {
+	small := "event: message\nid: 1\ndata: " + `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"echo: hello"}]}}` + "\n\n"
+	large := "event: message\nid: 1\ndata: " + `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` +
+		strings.Repeat("x", 1<<20) + `"}]}}` + "\n\n"
+	asks := "event: message\ndata: " + `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"who?","requestedSchema":{"type":"object"}}}` +
+		"\n\n" + small
+	for _, c := range []struct{ name, stream string }{{"small", small}, {"1MiB", large}, {"elicitation", asks}} {
+		for _, marked := range []bool{false, true} {
+			name := c.name + "/raw"
+			if marked {
+				name = c.name + "/marked"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.SetBytes(int64(len(c.stream)))
+				b.ReportAllocs()
+				for b.Loop() {
+					// As the SDK reads a body: through its Read method.
+					var r io.Reader = struct{ io.Reader }{strings.NewReader(c.stream)}
+					if marked {
+						r = &relatedBody{ReadCloser: io.NopCloser(r), mark: "0123456789abcdef0123456789abcdef:7"}
+					}
+					if _, err := io.Copy(io.Discard, r); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
