@@ -40,6 +40,7 @@ func interviewer(t *testing.T, versions ...string) string {
 					req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: 1,
 						Message: "working for " + in.Who})
 				}
+				req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Data: "log about " + in.Who})
 				mu.Lock()
 				if arrived++; arrived == 2 {
 					close(both)
@@ -120,6 +121,9 @@ func interviewee(t *testing.T, url, name string) (*sdk.ClientSession, *seen) {
 		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
 			s.add(&s.progress, r.Params.Message)
 		},
+		LoggingMessageHandler: func(_ context.Context, r *sdk.LoggingMessageRequest) {
+			s.add(&s.texts, fmt.Sprint(r.Params.Data))
+		},
 	})
 	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url, MaxRetries: -1,
 		HTTPClient: &http.Client{Transport: bearerRT("t")}}, nil)
@@ -127,6 +131,9 @@ func interviewee(t *testing.T, url, name string) (*sdk.ClientSession, *seen) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bounded(t, "closing "+name+"'s client", func() { cs.Close() }) })
+	if err := cs.SetLoggingLevel(context.Background(), &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
 	return cs, s
 }
 
@@ -159,7 +166,7 @@ func TestEachClientGetsItsOwnQuestions(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { pool.Close() })
-			srv := server.New(e, server.Options{})
+			srv := server.New(e, server.Options{Upstream: pool})
 			ts := httptest.NewServer(srv.Handler(server.HTTPOptions{Token: "t"}))
 			t.Cleanup(ts.Close)
 			t.Cleanup(func() { closeBounded(t, srv) })
@@ -205,8 +212,9 @@ func TestEachClientGetsItsOwnQuestions(t *testing.T) {
 					if results[i] != want {
 						t.Errorf("%s's call: %q, want %q", name, results[i], want)
 					}
-					if got := shown[i].all(); !strings.Contains(got, "secret of "+name) || !strings.Contains(got, "working for "+name) {
-						t.Errorf("%s was not shown its own call's question, sample and progress:\n%s", name, got)
+					if got := shown[i].all(); !strings.Contains(got, "secret of "+name) || !strings.Contains(got, "working for "+name) ||
+						!strings.Contains(got, "log about "+name) {
+						t.Errorf("%s was not shown its own call's question, sample, progress and log message:\n%s", name, got)
 					}
 				}
 			}
