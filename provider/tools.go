@@ -118,9 +118,9 @@ func Convert(f Format, defs []tool.Definition, opts *Options) (*Toolset, error) 
 			desc = d.Summary
 		}
 		if f == MCP {
-			in := d.InputSchema
-			if len(in) == 0 {
-				in = json.RawMessage(`{"type":"object"}`)
+			in, err := plainSchema(d)
+			if err != nil {
+				return nil, err
 			}
 			ts.tools = append(ts.tools, mcpTool{Name: e.wire, Title: d.Annotations.Title, Description: desc,
 				InputSchema: in, OutputSchema: d.OutputSchema, Annotations: d.Annotations})
@@ -164,6 +164,10 @@ func Convert(f Format, defs []tool.Definition, opts *Options) (*Toolset, error) 
 // schema returns a definition's input schema as format f sends it, and
 // whether it is strict.
 func (ts *Toolset) schema(f Format, d *tool.Definition, e *entry, opts *Options) (any, bool, error) {
+	plain, err := plainSchema(d)
+	if err != nil {
+		return nil, false, err
+	}
 	out, tree, c, err := convertSchema(f, d.InputSchema)
 	if err != nil {
 		return nil, false, fmt.Errorf("tool %q: %w", d.Name, err)
@@ -182,23 +186,25 @@ func (ts *Toolset) schema(f Format, d *tool.Definition, e *entry, opts *Options)
 	if len(c.fails) > 0 {
 		ts.Warnings = append(ts.Warnings, Warning{d.Name, "not strict: " + strings.Join(c.fails, "; ")})
 	}
-	// Without strict mode the schema goes out as the tool declares it; the
-	// root must still say it is an object.
-	var raw any = map[string]any{"type": "object", "properties": map[string]any{}}
-	if len(d.InputSchema) > 0 {
-		dec := json.NewDecoder(strings.NewReader(string(d.InputSchema)))
-		dec.UseNumber()
-		if err := dec.Decode(&raw); err != nil {
-			return nil, false, fmt.Errorf("tool %q: input schema: %w", d.Name, err)
-		}
+	return plain, false, nil
+}
+
+// plainSchema returns a definition's input schema as it is, for a format
+// or a tool without strict mode: only the root must say that it is an
+// object, which every format asks.
+func plainSchema(d *tool.Definition) (json.RawMessage, error) {
+	if len(d.InputSchema) == 0 {
+		return json.RawMessage(`{"type":"object","properties":{}}`), nil
 	}
-	if m, ok := raw.(map[string]any); ok {
-		if _, has := m["type"]; !has {
-			m["type"] = "object"
-		}
-		delete(m, "$schema")
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(d.InputSchema, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("tool %q: the input schema is not a JSON object", d.Name)
 	}
-	return raw, false, nil
+	if t, ok := m["type"]; ok && string(t) == `"object"` {
+		return d.InputSchema, nil
+	}
+	m["type"] = json.RawMessage(`"object"`)
+	return json.Marshal(m)
 }
 
 // Format returns the format of the toolset.
