@@ -2,8 +2,10 @@ package provider_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lathe-tools/lathe/provider"
 	"github.com/lathe-tools/lathe/tool"
@@ -283,5 +285,44 @@ func TestHostileSchemas(t *testing.T) {
 	}
 	if _, err := provider.Convert(provider.OpenAI, []tool.Definition{def("h", `{"type":`)}, nil); err == nil || !strings.Contains(err.Error(), `"h"`) {
 		t.Errorf("a schema that is not JSON: %v", err)
+	}
+}
+
+// TestRefBomb: a hostile upstream server's schema whose $refs double at
+// each level would inline to 2^40 nodes. The conversion stops at a bound
+// and says so, instead of eating the machine.
+func TestRefBomb(t *testing.T) {
+	var defs []string
+	for i := 0; i < 40; i++ {
+		defs = append(defs, fmt.Sprintf(`"d%d":{"type":"object","properties":{"a":{"$ref":"#/$defs/d%d"},"b":{"$ref":"#/$defs/d%d"}}}`, i, i+1, i+1))
+	}
+	defs = append(defs, `"d40":{"type":"string"}`)
+	schema := `{"type":"object","properties":{"x":{"$ref":"#/$defs/d0"}},"$defs":{` + strings.Join(defs, ",") + `}}`
+	for _, f := range provider.Formats() {
+		done := make(chan struct{})
+		var ts *provider.Toolset
+		var err error
+		go func() {
+			defer close(done)
+			ts, err = provider.Convert(f, []tool.Definition{def("bomb", schema)}, nil)
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: converting a $ref bomb did not end", f)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if f == provider.MCP {
+			continue
+		}
+		if len(ts.Warnings) != 1 || !strings.Contains(ts.Warnings[0].Reason, "too large") {
+			t.Errorf("%s: warnings %v, want one saying the schema is too large", f, ts.Warnings)
+		}
+		out, _ := json.Marshal(ts)
+		if len(out) > 1<<20 {
+			t.Errorf("%s: %d bytes of tools", f, len(out))
+		}
 	}
 }

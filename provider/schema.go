@@ -8,6 +8,11 @@ import (
 	"strings"
 )
 
+// maxNodes bounds the schema nodes one conversion visits: inlining $refs
+// that each point twice to the next would otherwise grow a small schema
+// exponentially.
+const maxNodes = 10000
+
 // OpenAI's documented limits on a strict schema.
 const (
 	openAIMaxDepth = 10
@@ -50,6 +55,7 @@ type converter struct {
 	refs  []string // the $refs being inlined, to find recursion
 	props int
 	enums int
+	nodes int
 	// renames maps Gemini's names of top-level parameters that Gemini would
 	// refuse back to the schema's own.
 	renames map[string]string
@@ -155,6 +161,12 @@ func (c *converter) resolve(ref string) (any, bool) {
 // node rewrites one schema. depth counts the objects around it; tree
 // collects the nulls to drop beneath it.
 func (c *converter) node(s any, ptr string, depth int, tree *nullTree, top bool) map[string]any {
+	if c.nodes++; c.nodes > maxNodes {
+		if c.nodes == maxNodes+1 {
+			c.fail("", fmt.Sprintf("a schema too large once its $refs are inlined (more than %d nodes)", maxNodes))
+		}
+		return map[string]any{}
+	}
 	var m map[string]any
 	switch s := s.(type) {
 	case bool:
