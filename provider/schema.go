@@ -1,7 +1,9 @@
 package provider
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -85,7 +87,7 @@ func (c *converter) fail(ptr, why string) {
 func convertSchema(f Format, raw json.RawMessage) (out map[string]any, tree *nullTree, c *converter, err error) {
 	var root any = map[string]any{"type": "object", "properties": map[string]any{}}
 	if len(raw) > 0 {
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
 		if err := dec.Decode(&root); err != nil {
 			return nil, nil, nil, fmt.Errorf("input schema: %w", err)
@@ -94,6 +96,9 @@ func convertSchema(f Format, raw json.RawMessage) (out map[string]any, tree *nul
 	c = &converter{f: f, root: root}
 	tree = &nullTree{}
 	m, ok := root.(map[string]any)
+	if !ok && len(raw) > 0 {
+		return nil, nil, nil, errors.New("the input schema is not a JSON object")
+	}
 	if !ok {
 		c.fail("", "the schema is not an object schema")
 		return map[string]any{"type": c.typeName("object")}, tree, c, nil

@@ -164,10 +164,6 @@ func Convert(f Format, defs []tool.Definition, opts *Options) (*Toolset, error) 
 // schema returns a definition's input schema as format f sends it, and
 // whether it is strict.
 func (ts *Toolset) schema(f Format, d *tool.Definition, e *entry, opts *Options) (any, bool, error) {
-	plain, err := plainSchema(d)
-	if err != nil {
-		return nil, false, err
-	}
 	out, tree, c, err := convertSchema(f, d.InputSchema)
 	if err != nil {
 		return nil, false, fmt.Errorf("tool %q: %w", d.Name, err)
@@ -185,6 +181,10 @@ func (ts *Toolset) schema(f Format, d *tool.Definition, e *entry, opts *Options)
 	}
 	if len(c.fails) > 0 {
 		ts.Warnings = append(ts.Warnings, Warning{d.Name, "not strict: " + strings.Join(c.fails, "; ")})
+	}
+	plain, err := plainSchema(d)
+	if err != nil {
+		return nil, false, err
 	}
 	return plain, false, nil
 }
