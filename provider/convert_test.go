@@ -326,3 +326,22 @@ func TestRefBomb(t *testing.T) {
 		}
 	}
 }
+
+// TestRequiredOneOf: a union whose branches only say which properties are
+// required ("a path or a URL") stays a constraint of the object, in its
+// description, so that the tool is still strict and its properties are
+// still described.
+func TestRequiredOneOf(t *testing.T) {
+	schema := `{"type":"object","properties":{"path":{"type":"string"},"url":{"type":"string"}},
+		"oneOf":[{"required":["path"]},{"required":["url"]}]}`
+	for _, f := range []provider.Format{provider.OpenAI, provider.Anthropic, provider.Gemini} {
+		ts, out := convert(t, f, def("fetch", schema))
+		if len(ts.Warnings) > 0 {
+			t.Errorf("%s: %v", f, ts.Warnings)
+		}
+		if !strings.Contains(out, `one of these holds: [{\"required\":[\"path\"]},{\"required\":[\"url\"]}]`) ||
+			!strings.Contains(out, `"url":{`) {
+			t.Errorf("%s: %s", f, out)
+		}
+	}
+}

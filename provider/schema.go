@@ -219,12 +219,30 @@ func (c *converter) node(s any, ptr string, depth int, tree *nullTree, top bool)
 	}
 
 	types, nullable := schemaTypes(m)
+	for i := 0; i < len(types); i++ {
+		if !slices.Contains([]string{"string", "number", "integer", "boolean", "object", "array"}, types[i]) {
+			c.fail(ptr, "an unknown type "+strconvQuote(types[i]))
+			types = slices.Delete(types, i, i+1)
+			i--
+		}
+	}
 	branches, union := m["anyOf"].([]any)
 	if one, ok := m["oneOf"].([]any); ok {
 		// lathe validates the arguments against the tool's own schema, so
 		// a call that matches two branches still fails there: anyOf, which
 		// every format takes, says enough to the model.
 		branches, union = append(branches, one...), true
+	}
+	if union && m["properties"] != nil && constraintsOnly(branches) {
+		// Branches that only say which of the node's properties are
+		// required ("path or url") constrain the node; they do not
+		// describe it. They go into the description, for the tool's own
+		// schema to enforce.
+		notes = append(notes, "one of these holds: "+compact(branches))
+		m = clone(m)
+		delete(m, "anyOf")
+		delete(m, "oneOf")
+		union = false
 	}
 	if union {
 		out := map[string]any{}
@@ -598,6 +616,23 @@ func simplePattern(p string) bool {
 		}
 	}
 	return true
+}
+
+// constraintsOnly reports whether every branch of a union is an object
+// schema that describes no property and no type of its own.
+func constraintsOnly(branches []any) bool {
+	for _, b := range branches {
+		bm, ok := b.(map[string]any)
+		if !ok {
+			return false
+		}
+		for _, k := range []string{"type", "properties", "items", "$ref", "anyOf", "oneOf", "allOf", "enum", "const"} {
+			if _, has := bm[k]; has {
+				return false
+			}
+		}
+	}
+	return len(branches) > 0
 }
 
 // nullable returns s made to accept null, as format f says it.
