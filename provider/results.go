@@ -67,7 +67,12 @@ func (ts *Toolset) Results(replies []Reply) (json.RawMessage, error) {
 			content = append(content, imageParts(res, func(mime, data string) any {
 				return map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": mime, "data": data}}
 			})...)
-			block := map[string]any{"type": "tool_result", "tool_use_id": r.Call.ID, "content": content}
+			block := map[string]any{"type": "tool_result", "tool_use_id": r.Call.ID}
+			if len(content) > 0 {
+				// An empty result has no content blocks: Anthropic
+				// refuses an empty text block.
+				block["content"] = content
+			}
 			if res.IsError {
 				block["is_error"] = true
 			}

@@ -268,3 +268,26 @@ func TestResultShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyResult: a result with no content still answers its call in
+// every format, and Anthropic's carries no content rather than an empty
+// list or an empty text block, which the API refuses.
+func TestEmptyResult(t *testing.T) {
+	replies := []provider.Reply{{Call: &tool.Call{ID: "c1", Name: "touch"}, Outcome: &tool.Outcome{Result: &tool.Result{Content: []tool.Content{}}}}}
+	for _, f := range provider.Formats() {
+		ts, err := provider.Convert(f, []tool.Definition{{Name: "touch"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := ts.Results(replies)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f != provider.MCP && !strings.Contains(string(out), `"c1"`) {
+			t.Errorf("%s: the result does not answer its call: %s", f, out)
+		}
+		if f == provider.Anthropic && (strings.Contains(string(out), `"text":""`) || strings.Contains(string(out), `"content":[]`)) {
+			t.Errorf("anthropic: empty content: %s", out)
+		}
+	}
+}
