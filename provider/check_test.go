@@ -298,6 +298,14 @@ func geminiSchema(n any, ptr string, add func(ptr, msg string)) {
 		}
 	}
 	props, _ := m["properties"].(map[string]any)
+	if t == "OBJECT" && len(props) == 0 {
+		// Not in the reference, but what the API answers: "properties:
+		// should be non-empty for OBJECT type".
+		add(ptr, "an OBJECT without properties")
+	}
+	if props != nil && t != "OBJECT" {
+		add(ptr, "properties on a "+t)
+	}
 	for k, p := range props {
 		geminiSchema(p, ptr+"/properties/"+k, add)
 	}

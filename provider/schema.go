@@ -348,6 +348,15 @@ func (c *converter) node(s any, ptr string, depth int, tree *nullTree, top bool)
 	switch t {
 	case "object":
 		c.object(m, out, ptr, depth+1, tree, top)
+		if props, _ := out["properties"].(map[string]any); c.f == Gemini && !top && len(props) == 0 {
+			// Gemini refuses an OBJECT without properties: a value of
+			// this kind is left untyped, and described.
+			c.fail(ptr, "an object with no described properties")
+			delete(out, "type")
+			delete(out, "properties")
+			delete(out, "required")
+			notes = append(notes, "an object")
+		}
 	case "array":
 		items, ok := m["items"]
 		if !ok {

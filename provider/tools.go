@@ -141,9 +141,10 @@ func Convert(f Format, defs []tool.Definition, opts *Options) (*Toolset, error) 
 			ts.tools = append(ts.tools, anthropicTool{Name: e.wire, Description: desc, InputSchema: schema, Strict: strict})
 		case Gemini:
 			decl := geminiDeclaration{Name: e.wire, Description: desc}
-			// A tool without arguments declares no parameters.
+			// A tool without arguments declares no parameters: Gemini
+			// refuses an OBJECT whose properties are empty.
 			m, _ := schema.(map[string]any)
-			if props, _ := m["properties"].(map[string]any); len(props) > 0 || len(m) > 2 {
+			if props, _ := m["properties"].(map[string]any); len(props) > 0 {
 				decl.Parameters = schema
 			}
 			gemini = append(gemini, decl)
