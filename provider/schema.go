@@ -96,12 +96,8 @@ func convertSchema(f Format, raw json.RawMessage) (out map[string]any, tree *nul
 	c = &converter{f: f, root: root}
 	tree = &nullTree{}
 	m, ok := root.(map[string]any)
-	if !ok && len(raw) > 0 {
-		return nil, nil, nil, errors.New("the input schema is not a JSON object")
-	}
 	if !ok {
-		c.fail("", "the schema is not an object schema")
-		return map[string]any{"type": c.typeName("object")}, tree, c, nil
+		return nil, nil, nil, errors.New("the input schema is not a JSON object")
 	}
 	if _, has := m["type"]; !has && m["properties"] == nil && m["anyOf"] == nil && m["oneOf"] == nil && m["allOf"] == nil && m["$ref"] == nil {
 		// A tool that declares no arguments: MCP servers send
@@ -128,6 +124,8 @@ func (c *converter) typeName(t string) string {
 	return t
 }
 
+// clone returns a shallow copy of m, for a rewrite that must leave the
+// schema it reads as it is.
 func clone(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
@@ -221,7 +219,7 @@ func (c *converter) node(s any, ptr string, depth int, tree *nullTree, top bool)
 	types, nullable := schemaTypes(m)
 	for i := 0; i < len(types); i++ {
 		if !slices.Contains([]string{"string", "number", "integer", "boolean", "object", "array"}, types[i]) {
-			c.fail(ptr, "an unknown type "+strconvQuote(types[i]))
+			c.fail(ptr, "an unknown type "+quote(types[i]))
 			types = slices.Delete(types, i, i+1)
 			i--
 		}
@@ -392,7 +390,7 @@ func (c *converter) object(m, out map[string]any, ptr string, depth int, tree *n
 			if s, ok := v.(string); ok {
 				required = append(required, s)
 				if _, ok := props[s]; !ok && c.f != Gemini {
-					c.fail(ptr, "required property "+strconvQuote(s)+" not described")
+					c.fail(ptr, "required property "+quote(s)+" not described")
 				}
 			}
 		}
@@ -500,7 +498,7 @@ func (c *converter) mergeAll(m map[string]any, all []any, ptr string) map[string
 				vm, _ := v.(map[string]any)
 				for name, s := range vm {
 					if _, dup := pm[name]; dup {
-						c.fail(ptr, "an allOf that describes property "+strconvQuote(name)+" twice")
+						c.fail(ptr, "an allOf that describes property "+quote(name)+" twice")
 						continue
 					}
 					pm[name] = s
@@ -817,7 +815,8 @@ func str(v any) string {
 	return s
 }
 
-func strconvQuote(s string) string { return compact(s) }
+// quote returns s as a JSON string, for messages that name a property.
+func quote(s string) string { return compact(s) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
