@@ -16,6 +16,7 @@ import (
 	"github.com/lathe-tools/lathe/audit"
 	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/server"
+	"github.com/lathe-tools/lathe/server/web"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -79,7 +80,10 @@ func newServeCmd(g *globals) *cobra.Command {
 			if ln == nil {
 				return srv.ServeStdio(ctx, g.streams.In, g.streams.Out)
 			}
-			return serveHTTP(ctx, g, ln, srv.Handler(server.HTTPOptions{Token: token}), srv.Close)
+			// The page holds no data: it reads everything from the API,
+			// which authenticates each request.
+			mounts := map[string]http.Handler{"/": web.Handler()}
+			return serveHTTP(ctx, g, ln, srv.Handler(server.HTTPOptions{Token: token, Mounts: mounts}), srv.Close)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "serve over streamable HTTP on `ADDR` (HOST:PORT, or unix:PATH) instead of stdio")
@@ -149,6 +153,7 @@ func serveHTTP(ctx context.Context, g *globals, ln net.Listener, h http.Handler,
 		fmt.Fprintf(g.streams.Err, "lathe: serving MCP at unix:%s (path %s)\n", ln.Addr(), server.Path)
 	} else {
 		fmt.Fprintf(g.streams.Err, "lathe: serving MCP at http://%s%s\n", ln.Addr(), server.Path)
+		fmt.Fprintf(g.streams.Err, "lathe: the web page is at http://%s/\n", ln.Addr())
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
