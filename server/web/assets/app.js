@@ -203,14 +203,19 @@
   function callRow(c) {
     const running = c.state === 'running';
     const dur = running && c.started ? Date.now() - new Date(c.started).getTime() : c.duration_ms;
-    const outcome = running ? 'running' : (c.outcome || '');
+    let outcome = running ? (c.waiting ? 'waiting for approval' : 'running') : (c.outcome || '');
+    if (running && c.progress) {
+      const p = c.progress;
+      outcome += ' ' + (p.total ? Math.round(100 * p.progress / p.total) + '%' : (p.progress != null ? p.progress : '')) +
+        (p.message ? ' ' + p.message : '');
+    }
     const tr = el('tr', { class: 'clickable', 'data-seq': c.seq, 'data-state': c.state || '' },
       el('td', { class: 'mono' }, c.seq != null ? c.seq : ''),
       el('td', { class: 'mono' }, c.tool || ''),
       el('td', null, c.client || c.session || ''),
       el('td', null, when(c.started)),
       el('td', { class: 'dur', 'data-started': running ? c.started : null }, ms(dur)),
-      el('td', { class: outcomeClass(outcome) }, outcome),
+      el('td', { class: outcomeClass(running ? 'running' : outcome) }, outcome),
       el('td', null, renderArgs(c.arguments, 200)));
     tr.addEventListener('click', () => guard(showCall(c)));
     return tr;
@@ -315,6 +320,7 @@
         ' · call #' + (a.seq != null ? a.seq : '') + ' · asked ' + when(a.asked) +
         (a.deadline ? ' · waits until ' + when(a.deadline) : '')),
       el('p', null, rule, a.reason ? ' ' + a.reason : ''),
+      a.operation ? el('p', null, 'It asks before an operation of the tool: ', el('code', null, a.operation)) : null,
       a.formatted ? el('pre', { class: 'formatted' }, a.formatted) : null,
       renderArgs(a.arguments),
       el('p', { class: 'meta mono' }, a.digest || ''),
@@ -399,7 +405,7 @@
     const ups = u.upstreams || [];
     clear($('upstreams-body'), ...ups.map((s) => el('tr', null,
       el('td', { class: 'mono' }, s.name || ''),
-      el('td', { class: s.state === 'ready' || s.state === 'connected' ? 'outcome-ok' : 'outcome-bad' }, s.state || ''),
+      el('td', { class: s.state === 'running' ? 'outcome-ok' : 'outcome-bad' }, s.state || ''),
       el('td', null, Array.isArray(s.tools) ? s.tools.length : (s.tools != null ? s.tools : '')),
       el('td', { class: 'outcome-bad' }, s.error || ''))));
     $('upstreams-empty').hidden = ups.length > 0;
@@ -464,7 +470,16 @@
     switch (kind) {
       case 'approval_pending': case 'approval_settled': case 'approval_asked': case 'approval_answered':
         guard(loadApprovals());
+        if (kind === 'approval_asked' || kind === 'approval_answered') {
+          const c = calls.get('seq:' + e.seq);
+          if (c) { c.waiting = kind === 'approval_asked'; if (view === 'calls') renderCalls(); }
+        }
         break;
+      case 'progress': {
+        const c = calls.get('seq:' + e.seq);
+        if (c && e.progress) { c.progress = e.progress; if (view === 'calls') renderCalls(); }
+        break;
+      }
       case 'tools_changed':
         if (view === 'catalog') guard(loadCatalog());
         break;
