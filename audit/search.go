@@ -41,14 +41,17 @@ type Query struct {
 // searchIndexesSQL are the indexes of the searches: each filter of
 // [Query] that an index can narrow has one ending with the record's
 // number, so that the newest matches are found by walking the index
-// backwards, without sorting. CREATE … IF NOT EXISTS makes them on a log
+// backwards, without sorting. A time range has none: records are numbered
+// in the order they start, so walking the numbers backwards meets the
+// range in order, where an index on the time would have SQLite sort the
+// whole range (measured slower: docs/benchmarks.md). CREATE … IF NOT
+// EXISTS makes them on a log
 // an earlier lathe wrote, when it is first opened.
 const searchIndexesSQL = `
 CREATE INDEX IF NOT EXISTS calls_tool_id ON calls(tool, id);
 CREATE INDEX IF NOT EXISTS calls_outcome_id ON calls(outcome, id);
 CREATE INDEX IF NOT EXISTS calls_session_id ON calls(session, id);
-CREATE INDEX IF NOT EXISTS calls_call_id ON calls(call_id);
-CREATE INDEX IF NOT EXISTS calls_time ON calls(time_ns);`
+CREATE INDEX IF NOT EXISTS calls_call_id ON calls(call_id);`
 
 func migrateSearch(ctx context.Context, conn *sql.Conn) error {
 	_, err := conn.ExecContext(ctx, searchIndexesSQL)

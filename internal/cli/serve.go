@@ -66,6 +66,13 @@ func newServeCmd(g *globals) *cobra.Command {
 			g.trust = trustRefuse
 			g.hooks = tool.Hooks{}
 			g.longLived = true
+			// Over HTTP a person can answer from the API (or its page)
+			// what a client cannot; the queue and the live calls are made
+			// once the configuration is read, before any call comes.
+			var face *apiFace
+			if ln != nil {
+				face = g.prepareAPI()
+			}
 			w, err := g.openWorkspace(cmd.Context())
 			if err != nil {
 				return err
@@ -80,10 +87,15 @@ func newServeCmd(g *globals) *cobra.Command {
 			if ln == nil {
 				return srv.ServeStdio(ctx, g.streams.In, g.streams.Out)
 			}
+			api, err := face.open(w, token)
+			if err != nil {
+				return err
+			}
+			defer api.Close()
 			// The page holds no data: it reads everything from the API,
 			// which authenticates each request.
-			mounts := map[string]http.Handler{"/": web.Handler()}
-			return serveHTTP(ctx, g, ln, srv.Handler(server.HTTPOptions{Token: token, Mounts: mounts}), srv.Close)
+			h := srv.Handler(server.HTTPOptions{Token: token, Mounts: map[string]http.Handler{"/api/": api, "/": web.Handler()}})
+			return serveHTTP(ctx, g, ln, h, srv.Close)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "serve over streamable HTTP on `ADDR` (HOST:PORT, or unix:PATH) instead of stdio")

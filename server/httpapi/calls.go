@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -62,8 +63,43 @@ func clientOf(session string) string {
 	return session
 }
 
-// tracker follows the engine's call events: the running calls, and the
-// last finished ones.
+// Calls keeps what GET /api/calls shows: the running calls, and the last
+// finished ones. [New] makes one, which learns the calls from the engine's
+// events; these carry no arguments, so to show every call's arguments,
+// make it first with [NewCalls], put its [Calls.Middleware] in the engine's
+// pipeline, and give it to [New] in [Options].Calls.
+type Calls = tracker
+
+// NewCalls returns a [Calls] that keeps the last recent finished calls
+// (zero means 200), their arguments redacted by red (nil: the audit log's
+// default patterns).
+func NewCalls(recent int, red *audit.Redactor) (*Calls, error) {
+	if recent <= 0 {
+		recent = 200
+	}
+	if red == nil {
+		var err error
+		if red, err = audit.NewRedactor(nil, nil); err != nil {
+			return nil, err
+		}
+	}
+	return newTracker(recent, red), nil
+}
+
+// Middleware returns the stage that records each call's arguments,
+// redacted, for GET /api/calls; it is best placed before the policy, so
+// that the calls it denies show theirs too.
+func (t *tracker) Middleware() lathe.Middleware {
+	return func(next lathe.Handler) lathe.Handler {
+		return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
+			if seq := inv.Seq(); seq != 0 {
+				t.arguments(seq, inv.Args)
+			}
+			return next(ctx, inv)
+		}
+	}
+}
+
 type tracker struct {
 	red *audit.Redactor
 	max int

@@ -367,11 +367,18 @@ func (a *API) handleAnswer(w http.ResponseWriter, r *http.Request, _ *caller) {
 // AuditRecord is a record of the audit log as the API shows it.
 type AuditRecord struct {
 	audit.Record
-	DurationMS float64 `json:"duration_ms"`
+	// Arguments are the recorded (redacted) arguments as JSON, not as
+	// the string the log keeps; a string when the log's text is not JSON.
+	Arguments  json.RawMessage `json:"arguments"`
+	DurationMS float64         `json:"duration_ms"`
 }
 
 func auditRecord(r audit.Record) AuditRecord {
-	return AuditRecord{Record: r, DurationMS: ms(r.Duration)}
+	args := json.RawMessage(r.Arguments)
+	if !json.Valid(args) {
+		args, _ = json.Marshal(r.Arguments)
+	}
+	return AuditRecord{Record: r, Arguments: args, DurationMS: ms(r.Duration)}
 }
 
 func (a *API) store(w http.ResponseWriter) (*audit.Store, bool) {

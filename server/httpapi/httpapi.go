@@ -36,7 +36,6 @@ import (
 	"github.com/lathe-tools/lathe/approvals"
 	"github.com/lathe-tools/lathe/audit"
 	"github.com/lathe-tools/lathe/policy"
-	"github.com/lathe-tools/lathe/tool"
 )
 
 // Options configure [New]. Engine is required; every other field may be
@@ -73,9 +72,10 @@ type Options struct {
 	// MaxLogins caps the logins kept at once; zero means 256. Past it the
 	// login that would end soonest is ended.
 	MaxLogins int
-	// RecentCalls is how many finished calls GET /api/calls keeps; zero
-	// means 200.
-	RecentCalls int
+	// Calls keeps the live calls; nil makes one that keeps 200 finished
+	// calls and knows the arguments of the API's own calls only (see
+	// [NewCalls]).
+	Calls *Calls
 	// Logger receives what the API cannot answer a client with.
 	Logger *slog.Logger
 }
@@ -131,9 +131,6 @@ func New(opts Options) (*API, error) {
 	if opts.MaxLogins <= 0 {
 		opts.MaxLogins = 256
 	}
-	if opts.RecentCalls <= 0 {
-		opts.RecentCalls = 200
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -150,7 +147,10 @@ func New(opts Options) (*API, error) {
 		}
 		a.red = red
 	}
-	a.calls = newTracker(opts.RecentCalls, a.red)
+	a.calls = opts.Calls
+	if a.calls == nil {
+		a.calls = newTracker(200, a.red)
+	}
 	a.hub = newHub()
 	stopEvents := opts.Engine.Subscribe(func(ev lathe.Event) {
 		a.calls.event(ev)
@@ -169,21 +169,6 @@ func New(opts Options) (*API, error) {
 	a.cancel = func() { stopEvents(); stopQueue() }
 	a.routes()
 	return a, nil
-}
-
-// Middleware returns the stage that lets GET /api/calls show the
-// arguments of every call, not only of those made through the API: put it
-// in the engine's pipeline (load.Options.Middleware). It records them
-// redacted, as the audit log does.
-func (a *API) Middleware() lathe.Middleware {
-	return func(next lathe.Handler) lathe.Handler {
-		return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
-			if seq := inv.Seq(); seq != 0 {
-				a.calls.arguments(seq, inv.Args)
-			}
-			return next(ctx, inv)
-		}
-	}
 }
 
 // Close stops following the engine and ends every login.
