@@ -288,6 +288,21 @@
     $('approvals-empty').hidden = n > 0;
   }
 
+  // canonical is JSON with sorted keys, to compare two renderings.
+  function canonical(v) {
+    if (Array.isArray(v)) return '[' + v.map(canonical).join(',') + ']';
+    if (v && typeof v === 'object') return '{' + Object.keys(v).sort().map((k) => JSON.stringify(k) + ':' + canonical(v[k])).join(',') + '}';
+    return JSON.stringify(v);
+  }
+
+  // ownRendering tells whether the approval carries the tool's own
+  // rendering of its arguments, rather than the arguments again as JSON
+  // (which the list below already shows).
+  function ownRendering(a) {
+    if (!a.formatted) return false;
+    try { return canonical(JSON.parse(a.formatted)) !== canonical(parseArgs(a.arguments)); } catch (_) { return true; }
+  }
+
   function approvalCard(a, reasonTyped) {
     const reason = el('input', { type: 'text', placeholder: 'reason (sent back to the model on deny)', 'data-reason': a.id, size: 40 });
     reason.value = reasonTyped;
@@ -313,15 +328,16 @@
       buttons.push(b);
       return b;
     };
-    const rule = a.rule ? 'The rule at ' + a.rule + ' asks.' : 'No rule matched: the tool\'s effects ask.';
+    const rule = a.rule ? 'Asked by the rule at ' + a.rule + '.' : 'No rule matched: the tool\'s effects ask.';
     return el('div', { class: 'card', 'data-approval': a.id },
       el('h3', { class: 'mono' }, a.tool || ''),
       el('p', { class: 'meta' }, 'client ' + (a.client || '—') + ' · session ' + (a.session || '—') +
         ' · call #' + (a.seq != null ? a.seq : '') + ' · asked ' + when(a.asked) +
         (a.deadline ? ' · waits until ' + when(a.deadline) : '')),
-      el('p', null, rule, a.reason ? ' ' + a.reason : ''),
+      el('p', null, rule),
+      a.reason ? el('p', { class: 'meta' }, a.reason) : null,
       a.operation ? el('p', null, 'It asks before an operation of the tool: ', el('code', null, a.operation)) : null,
-      a.formatted ? el('pre', { class: 'formatted' }, a.formatted) : null,
+      ownRendering(a) ? el('pre', { class: 'formatted' }, a.formatted) : null,
       renderArgs(a.arguments),
       el('p', { class: 'meta mono' }, a.digest || ''),
       el('div', { class: 'buttons' },
