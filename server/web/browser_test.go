@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -152,8 +153,10 @@ func TestBrowserApproval(t *testing.T) {
 	b.do("the card to go once answered", 10*time.Second, chromedp.WaitNotPresent(chromedp.CSS(card)))
 
 	// Denied calls, each with a reason the model is told; each measures
-	// the time from asking to the page showing it.
-	var lat []time.Duration
+	// the time from asking to the page showing it, beside the time to the
+	// API's own event stream read by a program (the baseline).
+	stream := srv.events(ctx)
+	var lat, base []time.Duration
 	for i := range 5 {
 		path := fmt.Sprintf("denied-%d.txt", i)
 		done := srv.callAsync(ctx, "write_file", map[string]any{"path": path, "content": hostile})
@@ -180,9 +183,14 @@ func TestBrowserApproval(t *testing.T) {
 			t.Fatalf("the page never rendered approval %s", a.ID)
 		}
 		lat = append(lat, time.UnixMilli(int64(seen)).Sub(a.Asked))
+		base = append(base, stream.when(t, a.ID).Sub(a.Asked))
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	t.Logf("from asking to the page showing it: median %v, max %v (%d calls)", lat[len(lat)/2], lat[len(lat)-1], len(lat))
+	med := func(d []time.Duration) time.Duration {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return d[len(d)/2]
+	}
+	t.Logf("from asking to the page showing it: median %v, max %v; to the event stream: median %v (%d calls)",
+		med(lat), lat[len(lat)-1], med(base), len(lat))
 
 	// The calls view lists them.
 	b.do("the calls view to list the calls", 20*time.Second,
@@ -233,6 +241,30 @@ func TestBrowserApproval(t *testing.T) {
 	}
 	b.shot("catalog")
 
+	// "Always allow" makes a grant; the grants view revokes it.
+	done = srv.callAsync(ctx, "write_file", map[string]any{"path": "granted.txt", "content": hostile})
+	a = srv.pending(ctx, "write_file")
+	card = fmt.Sprintf(`[data-approval=%q]`, a.ID)
+	b.do("answering Always allow", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`#nav a[data-view="approvals"]`)),
+		chromedp.Click(chromedp.CSS(card+` button[data-answer="always"]`)))
+	if call := srv.wait(done, "the call allowed always to complete"); call.Outcome != "ok" {
+		t.Fatalf("the call allowed always ended %q", call.Outcome)
+	}
+	b.do("the grants view to list the grant", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`#nav a[data-view="grants"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#grants-body button[data-revoke="write_file"]`)))
+	if n := len(srv.grants(ctx)); n != 1 {
+		t.Fatalf("the API lists %d grants after Always allow, want 1", n)
+	}
+	b.shot("grants")
+	b.do("revoking the grant", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`#grants-body button[data-revoke="write_file"]`)),
+		chromedp.WaitVisible(chromedp.ID("#grants-empty")))
+	if g := srv.grants(ctx); len(g) != 0 {
+		t.Fatalf("the grant is still there after Revoke: %v", g)
+	}
+
 	// Markup stayed text everywhere: no element was made of it, and no
 	// script of it was even tried (the CSP would have reported it).
 	type effects struct {
@@ -244,6 +276,16 @@ func TestBrowserApproval(t *testing.T) {
 		images: document.querySelectorAll('img').length, violations: window.__violations || []})`))
 	if out.Pwned || out.Images != 0 || len(out.Violations) != 0 {
 		t.Fatalf("markup from a call ran or became elements: %+v", out)
+	}
+
+	// Logging out ends the session on the server, not only in the page.
+	b.do("logging out", 20*time.Second,
+		chromedp.Click(chromedp.ID("#logout")),
+		chromedp.WaitVisible(chromedp.ID("#token")))
+	status := get(b, "asking the API with the old cookie", 10*time.Second, chromedp.Evaluate[int](
+		`fetch('/api/calls', {credentials: 'same-origin'}).then((r) => r.status)`, chromedp.EvalAwaitPromise))
+	if status != http.StatusUnauthorized {
+		t.Fatalf("after logging out the API answers the page's cookie %d, want 401", status)
 	}
 	t.Logf("page weight: %d bytes of HTML, CSS and JavaScript", weight(t))
 }
@@ -459,6 +501,88 @@ func (s *serve) wait(done <-chan result, what string) apiCall {
 		s.t.Fatalf("%s: not within 30s\nlathe serve wrote:\n%s", what, s.stderr)
 	}
 	return apiCall{}
+}
+
+// grants lists the stored grants through the API.
+func (s *serve) grants(ctx context.Context) []json.RawMessage {
+	s.t.Helper()
+	var out struct {
+		Grants []json.RawMessage `json:"grants"`
+	}
+	if err := s.do(ctx, "GET", "/api/grants", nil, &out); err != nil {
+		s.t.Fatal(err)
+	}
+	return out.Grants
+}
+
+// stream is GET /api/events read by a program: when each approval's
+// approval_pending event arrived.
+type stream struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+	err  error
+}
+
+func (s *serve) events(ctx context.Context) *stream {
+	s.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.url+"/api/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		s.t.Fatalf("GET /api/events: %s", resp.Status)
+	}
+	st := &stream{seen: map[string]time.Time{}}
+	s.t.Cleanup(func() { resp.Body.Close() })
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		kind := ""
+		for sc.Scan() {
+			line := sc.Text()
+			if k, ok := strings.CutPrefix(line, "event: "); ok {
+				kind = k
+			} else if d, ok := strings.CutPrefix(line, "data: "); ok && kind == "approval_pending" {
+				var ev struct {
+					Approval struct {
+						ID string `json:"id"`
+					} `json:"approval"`
+				}
+				if json.Unmarshal([]byte(d), &ev) == nil {
+					st.mu.Lock()
+					if _, ok := st.seen[ev.Approval.ID]; !ok {
+						st.seen[ev.Approval.ID] = time.Now()
+					}
+					st.mu.Unlock()
+				}
+			}
+		}
+		st.mu.Lock()
+		st.err = sc.Err()
+		st.mu.Unlock()
+	}()
+	return st
+}
+
+// when waits for the approval_pending event of id.
+func (st *stream) when(t *testing.T, id string) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st.mu.Lock()
+		at, ok := st.seen[id]
+		err := st.err
+		st.mu.Unlock()
+		if ok {
+			return at
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the event stream did not announce approval %s within 10s (stream error: %v)", id, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 type approval struct {

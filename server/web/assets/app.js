@@ -457,7 +457,7 @@
     const r = await api('GET', '/api/grants');
     const gs = r.grants || [];
     clear($('grants-body'), ...gs.map((g) => {
-      const b = el('button', { type: 'button', class: 'danger' }, 'Revoke');
+      const b = el('button', { type: 'button', class: 'danger', 'data-revoke': g.tool }, 'Revoke');
       b.addEventListener('click', async () => {
         b.disabled = true;
         let path = '/api/grants/' + encodeURIComponent(g.tool);
