@@ -280,11 +280,17 @@
     badge.textContent = String(n);
     badge.hidden = n === 0;
     document.title = n ? '(' + n + ') lathe' : 'lathe';
+    // Cards already shown stay as they are: a card redrawn under the
+    // pointer would lose a click in progress and the reason being typed.
+    // Only the cards of settled approvals go, and new ones come last (the
+    // list is oldest first).
     const list = $('approvals-list');
-    // A card being answered keeps its reason as typed.
-    const typed = {};
-    for (const i of list.querySelectorAll('input[data-reason]')) typed[i.dataset.reason] = i.value;
-    clear(list, ...approvals.map((a) => approvalCard(a, typed[a.id] || '')));
+    const want = new Set(approvals.map((a) => a.id));
+    const shown = new Set();
+    for (const card of [...list.children]) {
+      if (want.has(card.dataset.approval)) shown.add(card.dataset.approval); else card.remove();
+    }
+    for (const a of approvals) if (!shown.has(a.id)) list.append(approvalCard(a));
     $('approvals-empty').hidden = n > 0;
   }
 
@@ -303,9 +309,8 @@
     try { return canonical(JSON.parse(a.formatted)) !== canonical(parseArgs(a.arguments)); } catch (_) { return true; }
   }
 
-  function approvalCard(a, reasonTyped) {
+  function approvalCard(a) {
     const reason = el('input', { type: 'text', placeholder: 'reason (sent back to the model on deny)', 'data-reason': a.id, size: 40 });
-    reason.value = reasonTyped;
     const buttons = [];
     const answer = async (ans) => {
       for (const b of buttons) b.disabled = true;
@@ -318,6 +323,8 @@
         const why = { 404: 'The call has ended: nothing to answer.', 409: 'Someone answered it already.',
           400: 'The server refused the answer: ' + e.message };
         flash(why[e.status] || e.message);
+        // The card stays while the approval waits: it may be answered again.
+        for (const b of buttons) b.disabled = false;
       } finally {
         guard(loadApprovals());
       }
