@@ -1,7 +1,9 @@
 package web
 
 import (
+	"context"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -114,5 +116,39 @@ func TestAssetsStayText(t *testing.T) {
 	})
 	if n < 3 {
 		t.Fatalf("only %d embedded files", n)
+	}
+}
+
+// TestHandlerRefusesRebinding: a page of another site whose name the
+// attacker points at 127.0.0.1 (DNS rebinding) would get lathe's page under
+// the attacker's origin, and a person might log in there, giving that
+// origin a session. On a loopback listener only loopback names and
+// addresses are answered; a listener on another address keeps its names.
+func TestHandlerRefusesRebinding(t *testing.T) {
+	h := Handler()
+	for _, c := range []struct {
+		local, host string
+		code        int
+	}{
+		{"127.0.0.1:8080", "evil.example:8080", http.StatusMisdirectedRequest},
+		{"127.0.0.1:8080", "evil.example", http.StatusMisdirectedRequest},
+		{"[::1]:8080", "evil.example:8080", http.StatusMisdirectedRequest},
+		{"127.0.0.1:8080", "127.0.0.1:8080", http.StatusOK},
+		{"127.0.0.1:8080", "localhost:8080", http.StatusOK},
+		{"[::1]:8080", "[::1]:8080", http.StatusOK},
+		{"10.0.0.5:8080", "lathe.internal.example:8080", http.StatusOK},
+	} {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Host = c.host
+		addr, err := net.ResolveTCPAddr("tcp", c.local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, addr))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.code {
+			t.Errorf("Host %s on %s: %d, want %d", c.host, c.local, rec.Code, c.code)
+		}
 	}
 }
