@@ -203,6 +203,15 @@ func TestBrowserApproval(t *testing.T) {
 		}
 	}
 	b.shot("calls")
+	b.do("opening the approved call", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`#calls-body tr[data-seq="1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#view-calls .detail`)))
+	text = get(b, "reading the approved call", 5*time.Second, chromedp.Text(chromedp.CSS(`#view-calls .detail`)))
+	for _, want := range []string{"write_file #1", "approved.txt", "result", hostile} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the call's detail does not show %q; it reads:\n%s", want, text)
+		}
+	}
 
 	// The audit view shows the approved call, and its detail.
 	b.do("the audit view to list the approved call", 20*time.Second,

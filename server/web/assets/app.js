@@ -13,6 +13,7 @@
   let csrf = null;
   let events = null;
   const calls = new Map(); // by seq, the engine's number of the call
+  const rows = new Map(); // the calls' rows as drawn, by the same key
   let approvals = [];
   let view = 'calls';
   let auditNext = '';
@@ -195,8 +196,26 @@
       if (ra !== rb) return rb - ra;
       return (b.seq || 0) - (a.seq || 0);
     });
+    // A row is drawn again only when what it shows changed, and the rows
+    // move only when their order did: a row under the pointer stays, so
+    // a click on it is not lost.
+    const keep = new Set();
+    const ordered = list.map((c) => {
+      const k = keyOf(c);
+      keep.add(k);
+      const sig = JSON.stringify([c.state, c.outcome, c.state === 'running' ? null : c.duration_ms, c.waiting,
+        c.progress, c.client, c.session, c.started, c.arguments, c.tool]);
+      const old = rows.get(k);
+      if (old && old.sig === sig) return old.tr;
+      const tr = callRow(c);
+      if (old) old.tr.replaceWith(tr);
+      rows.set(k, { sig, tr });
+      return tr;
+    });
+    for (const k of [...rows.keys()]) if (!keep.has(k)) { rows.get(k).tr.remove(); rows.delete(k); }
     const body = $('calls-body');
-    clear(body, ...list.map(callRow));
+    const now = [...body.children];
+    if (now.length !== ordered.length || now.some((tr, i) => tr !== ordered[i])) body.replaceChildren(...ordered);
     $('calls-empty').hidden = list.length > 0;
   }
 
@@ -294,19 +313,13 @@
     $('approvals-empty').hidden = n > 0;
   }
 
-  // canonical is JSON with sorted keys, to compare two renderings.
-  function canonical(v) {
-    if (Array.isArray(v)) return '[' + v.map(canonical).join(',') + ']';
-    if (v && typeof v === 'object') return '{' + Object.keys(v).sort().map((k) => JSON.stringify(k) + ':' + canonical(v[k])).join(',') + '}';
-    return JSON.stringify(v);
-  }
-
   // ownRendering tells whether the approval carries the tool's own
-  // rendering of its arguments, rather than the arguments again as JSON
-  // (which the list below already shows).
+  // rendering of its arguments (one line of text for a person), rather
+  // than the arguments again as JSON, which the list below already shows,
+  // redacted as the audit log redacts them.
   function ownRendering(a) {
     if (!a.formatted) return false;
-    try { return canonical(JSON.parse(a.formatted)) !== canonical(parseArgs(a.arguments)); } catch (_) { return true; }
+    try { const v = JSON.parse(a.formatted); return !(v && typeof v === 'object'); } catch (_) { return true; }
   }
 
   function approvalCard(a) {
