@@ -61,9 +61,6 @@ type Options struct {
 	// Wait bounds how long a call waits for an answer; zero means
 	// [DefaultWait]. The call's deadline bounds it too.
 	Wait time.Duration
-	// Client names the client of a call's context, for [Pending].Client;
-	// nil leaves it empty.
-	Client func(ctx context.Context) string
 }
 
 // Pending is one approval waiting for an answer.
@@ -78,7 +75,6 @@ type Pending struct {
 	// Session is the caller's session ([lathe.WithSession]): an answer
 	// "session" holds for the calls of that session only.
 	Session string `json:"session"`
-	Client  string `json:"client"`
 	// Arguments are the call's decoded arguments as JSON, unredacted; a
 	// face redacts them before it shows them.
 	Arguments json.RawMessage `json:"arguments"`
@@ -178,9 +174,6 @@ func (q *Queue) Approve(ctx context.Context, r *policy.Request) (policy.Answer, 
 		ID: hex.EncodeToString(idb[:]), CallID: r.Call.ID, Seq: r.Seq, Tool: r.Tool.Name,
 		Session: lathe.SessionFrom(ctx), Arguments: args, Formatted: r.Arguments, Rule: r.Rule, Reason: r.Reason,
 		Digest: digest, Asked: now, Deadline: deadline}}
-	if q.opts.Client != nil {
-		en.p.Client = q.opts.Client(ctx)
-	}
 	if r.Operation != nil {
 		en.p.Operation = r.Operation.Kind + " " + r.Operation.Subject
 	}
