@@ -79,7 +79,8 @@ type Pending struct {
 	// face redacts them before it shows them.
 	Arguments json.RawMessage `json:"arguments"`
 	// Formatted is what the tool's runtime renders of them for a person
-	// ([policy.Request].Arguments), or, for an operation, the operation.
+	// ([policy.Request].Arguments), "" when it renders nothing of its own;
+	// for an operation, the operation.
 	Formatted string `json:"formatted"`
 	// Operation, when set, is the host operation asked about ("fetch
 	// https://…"), not the call.
@@ -176,6 +177,9 @@ func (q *Queue) Approve(ctx context.Context, r *policy.Request) (policy.Answer, 
 		Digest: digest, Asked: now, Deadline: deadline}}
 	if r.Operation != nil {
 		en.p.Operation = r.Operation.Kind + " " + r.Operation.Subject
+	} else if r.Arguments == string(args) {
+		// The policy's own rendering, compact JSON, which Arguments holds.
+		en.p.Formatted = ""
 	}
 	q.mu.Lock()
 	q.pending[en.p.ID] = en

@@ -135,6 +135,11 @@ func (t *Calls) arguments(seq uint64, args any) {
 		c.Arguments = red
 		return
 	}
+	if len(t.args) >= 4*t.max {
+		// Arguments whose start event never came (the engine drops
+		// events for a subscriber that falls behind) are not kept for ever.
+		clear(t.args)
+	}
 	t.args[seq] = red
 }
 
