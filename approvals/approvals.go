@@ -61,9 +61,6 @@ type Options struct {
 	// Wait bounds how long a call waits for an answer; zero means
 	// [DefaultWait]. The call's deadline bounds it too.
 	Wait time.Duration
-	// Client names the client of a call's context, for [Pending].Client;
-	// nil leaves it empty.
-	Client func(ctx context.Context) string
 }
 
 // Pending is one approval waiting for an answer.
@@ -78,12 +75,12 @@ type Pending struct {
 	// Session is the caller's session ([lathe.WithSession]): an answer
 	// "session" holds for the calls of that session only.
 	Session string `json:"session"`
-	Client  string `json:"client"`
 	// Arguments are the call's decoded arguments as JSON, unredacted; a
 	// face redacts them before it shows them.
 	Arguments json.RawMessage `json:"arguments"`
 	// Formatted is what the tool's runtime renders of them for a person
-	// ([policy.Request].Arguments), or, for an operation, the operation.
+	// ([policy.Request].Arguments), "" when it renders nothing of its own;
+	// for an operation, the operation.
 	Formatted string `json:"formatted"`
 	// Operation, when set, is the host operation asked about ("fetch
 	// https://…"), not the call.
@@ -178,11 +175,11 @@ func (q *Queue) Approve(ctx context.Context, r *policy.Request) (policy.Answer, 
 		ID: hex.EncodeToString(idb[:]), CallID: r.Call.ID, Seq: r.Seq, Tool: r.Tool.Name,
 		Session: lathe.SessionFrom(ctx), Arguments: args, Formatted: r.Arguments, Rule: r.Rule, Reason: r.Reason,
 		Digest: digest, Asked: now, Deadline: deadline}}
-	if q.opts.Client != nil {
-		en.p.Client = q.opts.Client(ctx)
-	}
 	if r.Operation != nil {
 		en.p.Operation = r.Operation.Kind + " " + r.Operation.Subject
+	} else if r.Arguments == string(args) {
+		// The policy's own rendering, compact JSON, which Arguments holds.
+		en.p.Formatted = ""
 	}
 	q.mu.Lock()
 	q.pending[en.p.ID] = en

@@ -23,3 +23,17 @@ func TestServeApprovalWait(t *testing.T) {
 		}
 	}
 }
+
+// TestServeApprovalWaitWithoutTrust: how long a call waits for a person
+// lets nothing run, so it applies from a file not yet trusted, and is no
+// widening.
+func TestServeApprovalWaitWithoutTrust(t *testing.T) {
+	c, err := Parse("lathe.toml", []byte("[serve]\napproval_wait = \"2m\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	safe, ws := c.Split()
+	if safe.Serve.ApprovalWait != 2*time.Minute || len(ws) != 0 {
+		t.Errorf("untrusted: approval_wait %s, widenings %v; want 2m and none", safe.Serve.ApprovalWait, ws)
+	}
+}

@@ -63,13 +63,6 @@ func clientOf(session string) string {
 	return session
 }
 
-// Calls keeps what GET /api/calls shows: the running calls, and the last
-// finished ones. [New] makes one, which learns the calls from the engine's
-// events; these carry no arguments, so to show every call's arguments,
-// make it first with [NewCalls], put its [Calls.Middleware] in the engine's
-// pipeline, and give it to [New] in [Options].Calls.
-type Calls = tracker
-
 // NewCalls returns a [Calls] that keeps the last recent finished calls
 // (zero means 200), their arguments redacted by red (nil: the audit log's
 // default patterns).
@@ -83,13 +76,13 @@ func NewCalls(recent int, red *audit.Redactor) (*Calls, error) {
 			return nil, err
 		}
 	}
-	return newTracker(recent, red), nil
+	return newCalls(recent, red), nil
 }
 
 // Middleware returns the stage that records each call's arguments,
 // redacted, for GET /api/calls; it is best placed before the policy, so
 // that the calls it denies show theirs too.
-func (t *tracker) Middleware() lathe.Middleware {
+func (t *Calls) Middleware() lathe.Middleware {
 	return func(next lathe.Handler) lathe.Handler {
 		return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
 			if seq := inv.Seq(); seq != 0 {
@@ -100,7 +93,12 @@ func (t *tracker) Middleware() lathe.Middleware {
 	}
 }
 
-type tracker struct {
+// Calls keeps what GET /api/calls shows: the running calls, and the last
+// finished ones. [New] makes one, which learns the calls from the engine's
+// events; these carry no arguments, so to show every call's arguments,
+// make it first with [NewCalls], put its [Calls.Middleware] in the engine's
+// pipeline, and give it to [New] in [Options].Calls.
+type Calls struct {
 	red *audit.Redactor
 	max int
 
@@ -115,12 +113,12 @@ type tracker struct {
 	results map[string]*tool.Outcome
 }
 
-func newTracker(max int, red *audit.Redactor) *tracker {
-	return &tracker{red: red, max: max, running: map[uint64]*Call{}, args: map[uint64]json.RawMessage{},
+func newCalls(max int, red *audit.Redactor) *Calls {
+	return &Calls{red: red, max: max, running: map[uint64]*Call{}, args: map[uint64]json.RawMessage{},
 		results: map[string]*tool.Outcome{}}
 }
 
-func (t *tracker) redact(args any) json.RawMessage {
+func (t *Calls) redact(args any) json.RawMessage {
 	b, err := json.Marshal(args)
 	if err != nil {
 		return json.RawMessage("{}")
@@ -129,7 +127,7 @@ func (t *tracker) redact(args any) json.RawMessage {
 }
 
 // arguments records the decoded arguments of call seq.
-func (t *tracker) arguments(seq uint64, args any) {
+func (t *Calls) arguments(seq uint64, args any) {
 	red := t.redact(args)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -137,10 +135,15 @@ func (t *tracker) arguments(seq uint64, args any) {
 		c.Arguments = red
 		return
 	}
+	if len(t.args) >= 4*t.max {
+		// Arguments whose start event never came (the engine drops
+		// events for a subscriber that falls behind) are not kept for ever.
+		clear(t.args)
+	}
 	t.args[seq] = red
 }
 
-func (t *tracker) event(ev lathe.Event) {
+func (t *Calls) event(ev lathe.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch ev.Kind {
@@ -188,7 +191,7 @@ func (t *tracker) event(ev lathe.Event) {
 // finished records the outcome of one of the API's own calls (whose ids
 // are its own, or the caller's), for the call's view once it ended: its
 // end event may come before or after.
-func (t *tracker) finished(id string, out *tool.Outcome) {
+func (t *Calls) finished(id string, out *tool.Outcome) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := len(t.recent) - 1; i >= 0; i-- {
@@ -209,7 +212,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // list returns the running calls and the finished ones, newest first,
 // without results.
-func (t *tracker) list() []Call {
+func (t *Calls) list() []Call {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := time.Now()
@@ -234,7 +237,7 @@ func (t *tracker) list() []Call {
 }
 
 // find returns the newest call whose id (the caller's) is id.
-func (t *tracker) find(id string) (Call, bool) {
+func (t *Calls) find(id string) (Call, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var best *Call

@@ -321,11 +321,25 @@ func (a *API) handleApprovals(w http.ResponseWriter, r *http.Request, _ *caller)
 		for _, p := range a.opts.Approvals.Pending() {
 			out = append(out, Approval{ID: p.ID, CallID: p.CallID, Seq: p.Seq, Tool: p.Tool, Session: p.Session,
 				Client: clientOf(p.Session), Arguments: json.RawMessage(a.red.Redact(p.Arguments)),
-				Formatted: p.Formatted, Operation: p.Operation, Rule: p.Rule, Reason: p.Reason, Digest: p.Digest,
+				Formatted: a.redactText(p.Formatted), Operation: a.redactText(p.Operation), Rule: p.Rule, Reason: p.Reason, Digest: p.Digest,
 				Asked: p.Asked, Deadline: p.Deadline})
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
+}
+
+// redactText hides in text (a tool's rendering of its arguments) what the
+// audit log's value patterns hide in arguments.
+func (a *API) redactText(text string) string {
+	if text == "" {
+		return ""
+	}
+	b, _ := json.Marshal(text)
+	var out string
+	if json.Unmarshal([]byte(a.red.Redact(b)), &out) != nil {
+		return ""
+	}
+	return out
 }
 
 type answerRequest struct {

@@ -111,7 +111,7 @@ type API struct {
 	logins logins
 	failMu sync.Mutex
 	mux    *http.ServeMux
-	calls  *tracker
+	calls  *Calls
 	red    *audit.Redactor
 	cancel func()
 	hub    *hub
@@ -149,7 +149,7 @@ func New(opts Options) (*API, error) {
 	}
 	a.calls = opts.Calls
 	if a.calls == nil {
-		a.calls = newTracker(200, a.red)
+		a.calls = newCalls(200, a.red)
 	}
 	a.hub = newHub()
 	stopEvents := opts.Engine.Subscribe(func(ev lathe.Event) {

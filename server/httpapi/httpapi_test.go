@@ -642,3 +642,24 @@ func TestToolsShowPolicy(t *testing.T) {
 		t.Errorf("tools %v", got)
 	}
 }
+
+// TestApprovalShowsRedactedArguments: a secret in a waiting call's
+// arguments is hidden from the page, while the digest binds the answer to
+// the real arguments.
+func TestApprovalShowsRedactedArguments(t *testing.T) {
+	f := newFixture(t)
+	c := f.bearerClient(t)
+	a, done := c.startWipe("/srv password=hunter2")
+	if strings.Contains(string(a.Arguments), "hunter2") || strings.Contains(a.Formatted, "hunter2") {
+		t.Errorf("the approval shows the secret: %s / %q", a.Arguments, a.Formatted)
+	}
+	if a.Formatted != "" {
+		t.Errorf("formatted %q for a tool that renders nothing of its own", a.Formatted)
+	}
+	real, _, _ := approvals.Digest(map[string]any{"path": "/srv password=hunter2"})
+	if a.Digest != real {
+		t.Errorf("digest %s, want that of the real arguments %s", a.Digest, real)
+	}
+	c.do("POST", "/api/approvals/"+a.ID, map[string]string{"answer": "deny", "digest": a.Digest}, nil)
+	waitCall(t, done)
+}
