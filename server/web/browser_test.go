@@ -239,6 +239,20 @@ func TestBrowserApproval(t *testing.T) {
 	}
 	b.shot("audit")
 
+	// A call that ends while the audit view is open joins it: the view
+	// repeats its search. This one is approved through the API.
+	done = srv.callAsync(ctx, "write_file", map[string]any{"path": "later.txt", "content": "x"})
+	a = srv.pending(ctx, "write_file")
+	var ok struct {
+		OK bool `json:"ok"`
+	}
+	if err := srv.do(ctx, "POST", "/api/approvals/"+a.ID, map[string]any{"answer": "once", "digest": a.Digest}, &ok); err != nil || !ok.OK {
+		t.Fatalf("approving through the API: %v, %+v", err, ok)
+	}
+	srv.wait(done, "the call approved through the API to complete")
+	b.until("the open audit view to show the call that just ended", 20*time.Second,
+		`document.getElementById('audit-body').textContent.includes('later.txt')`)
+
 	// The catalog shows write_file's description, markup and all, as text.
 	b.do("the catalog to list write_file", 20*time.Second,
 		chromedp.Click(chromedp.CSS(`#nav a[data-view="catalog"]`)),
@@ -597,9 +611,10 @@ func (st *stream) when(t *testing.T, id string) time.Time {
 }
 
 type approval struct {
-	ID    string    `json:"id"`
-	Tool  string    `json:"tool"`
-	Asked time.Time `json:"asked"`
+	ID     string    `json:"id"`
+	Tool   string    `json:"tool"`
+	Digest string    `json:"digest"`
+	Asked  time.Time `json:"asked"`
 }
 
 // pending waits for the approval of a call of name through the API.

@@ -493,6 +493,24 @@
 
   // Live updates.
 
+  // The audit view repeats its last search when a call ends, unless the
+  // person has paged back into older records.
+  let auditTimer = null;
+  function auditSoon() {
+    if (auditTimer || view !== 'audit' || auditQuery === '' || $('audit-body').children.length > 50) return;
+    auditTimer = setTimeout(() => {
+      auditTimer = null;
+      if (view !== 'audit') return;
+      guard((async () => {
+        const r = await api('GET', '/api/audit?' + auditQuery);
+        clear($('audit-body'), ...(r.records || []).map(auditRow));
+        auditNext = r.next || '';
+        $('audit-more').hidden = !auditNext;
+        $('audit-empty').hidden = $('audit-body').children.length > 0;
+      })());
+    }, 500);
+  }
+
   let callsTimer = null;
   function callsSoon() {
     if (callsTimer) return;
@@ -506,6 +524,7 @@
     switch (kind) {
       case 'approval_pending': case 'approval_settled': case 'approval_asked': case 'approval_answered':
         guard(loadApprovals());
+        if (kind === 'approval_answered' && view === 'grants') guard(loadGrants());
         if (kind === 'approval_asked' || kind === 'approval_answered') {
           const c = calls.get('seq:' + e.seq);
           if (c) { c.waiting = kind === 'approval_asked'; if (view === 'calls') renderCalls(); }
@@ -530,6 +549,7 @@
         calls.set(k, c);
         if (view === 'calls') renderCalls();
         callsSoon();
+        if (kind === 'call_finished') auditSoon();
         break;
       }
     }
