@@ -86,13 +86,12 @@ func newServeCmd(g *globals) *cobra.Command {
 			if ln == nil {
 				return srv.ServeStdio(ctx, g.streams.In, g.streams.Out)
 			}
-			api, err := face.open(w, token)
+			st, err := face.serve(ctx, g, w, srv, token)
 			if err != nil {
 				return err
 			}
-			defer api.Close()
-			h := srv.Handler(server.HTTPOptions{Token: token, Mounts: map[string]http.Handler{"/api/": api}})
-			return serveHTTP(ctx, g, ln, h, srv.Close)
+			defer st.close()
+			return serveHTTP(ctx, g, ln, st, st.end)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "serve over streamable HTTP on `ADDR` (HOST:PORT, or unix:PATH) instead of stdio")
