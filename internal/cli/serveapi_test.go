@@ -212,7 +212,9 @@ func TestServeReload(t *testing.T) {
 	if p := policyOf("read_file"); p != "allow " {
 		t.Fatalf("read_file before: %q", p)
 	}
-	var e struct{ Error struct{ Kind, Message string } }
+	var e struct {
+		Error struct{ Kind, Message string }
+	}
 	// Letting write_file run unasked widens what runs: it needs trust.
 	widened := "[defaults]\ntimeout = \"30s\"\n\n[[policy.rules]]\ntool = \"read_file\"\napproval = \"deny\"\n\n" +
 		"[[policy.rules]]\ntool = \"write_file\"\napproval = \"allow\"\n"
