@@ -217,6 +217,8 @@ func (a *API) Replace(opts Options) error {
 	}
 	a.gen.Store(g)
 	old.stop()
+	// The tools may all have changed: a page lists them again.
+	a.hub.publish(Event{Kind: string(lathe.EventToolsChanged), Time: time.Now()})
 	return nil
 }
 
