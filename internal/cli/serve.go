@@ -86,7 +86,10 @@ func newServeCmd(g *globals) *cobra.Command {
 			if ln == nil {
 				return srv.ServeStdio(ctx, g.streams.In, g.streams.Out)
 			}
-			st, err := face.serve(ctx, g, w, srv, token)
+			// The faces served beside MCP on the listener, by pattern;
+			// the API adds itself at /api/.
+			mounts := map[string]http.Handler{}
+			st, err := face.serve(ctx, g, w, srv, token, mounts)
 			if err != nil {
 				return err
 			}

@@ -96,6 +96,7 @@ type serving struct {
 	face   *apiFace
 	api    *httpapi.API
 	token  string
+	mounts map[string]http.Handler // beside MCP and the API
 	cur    atomic.Pointer[generation]
 	mu     sync.Mutex // one reload at a time
 	first  *generation
@@ -103,14 +104,16 @@ type serving struct {
 }
 
 // serve makes the API of the workspace w, served by srv.
-func (f *apiFace) serve(ctx context.Context, g *globals, w *load.Workspace, srv *server.Server, token string) (*serving, error) {
+// mounts are the other faces served beside MCP and the API.
+func (f *apiFace) serve(ctx context.Context, g *globals, w *load.Workspace, srv *server.Server, token string,
+	mounts map[string]http.Handler) (*serving, error) {
 	opts, err := f.options(w)
 	if err != nil {
 		return nil, err
 	}
 	f.queue = approvals.New(approvals.Options{Wait: w.Config.Serve.ApprovalWait})
 	opts.Token, opts.Approvals, opts.Logger = token, f.queue, g.logger()
-	st := &serving{g: g, face: f, token: token}
+	st := &serving{g: g, face: f, token: token, mounts: maps.Clone(mounts)}
 	opts.Reload = st.reload
 	if st.api, err = httpapi.New(opts); err != nil {
 		return nil, err
@@ -121,8 +124,12 @@ func (f *apiFace) serve(ctx context.Context, g *globals, w *load.Workspace, srv 
 }
 
 func (st *serving) generation(w *load.Workspace, srv *server.Server) *generation {
-	return &generation{w: w, srv: srv,
-		h: srv.Handler(server.HTTPOptions{Token: st.token, Mounts: map[string]http.Handler{"/api/": st.api}})}
+	mounts := maps.Clone(st.mounts)
+	if mounts == nil {
+		mounts = map[string]http.Handler{}
+	}
+	mounts["/api/"] = st.api
+	return &generation{w: w, srv: srv, h: srv.Handler(server.HTTPOptions{Token: st.token, Mounts: mounts})}
 }
 
 func (st *serving) ServeHTTP(w http.ResponseWriter, r *http.Request) { st.cur.Load().h.ServeHTTP(w, r) }
