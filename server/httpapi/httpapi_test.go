@@ -699,3 +699,41 @@ func TestNoTokenStillKeepsSessionsAndCSRF(t *testing.T) {
 		t.Errorf("cookie with the CSRF value: %d, ran %d", st, ran.Load())
 	}
 }
+
+// TestEventStreamsAreCapped: a client that opens stream after stream gets
+// 503 past the cap, and a stream closed makes room.
+func TestEventStreamsAreCapped(t *testing.T) {
+	f := newFixture(t)
+	c := f.bearerClient(t)
+	var open []*http.Response
+	defer func() {
+		for _, r := range open {
+			r.Body.Close()
+		}
+	}()
+	for i := range 64 {
+		r := c.request("GET", "/api/events", nil, nil)
+		if r.StatusCode != 200 {
+			t.Fatalf("stream %d: %d", i, r.StatusCode)
+		}
+		open = append(open, r)
+	}
+	r := c.request("GET", "/api/events", nil, nil)
+	r.Body.Close()
+	if r.StatusCode != 503 {
+		t.Fatalf("stream 65: %d, want 503", r.StatusCode)
+	}
+	open[0].Body.Close()
+	open = open[1:]
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r := c.request("GET", "/api/events", nil, nil)
+		if r.StatusCode == 200 {
+			open = append(open, r)
+			break
+		}
+		r.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("no room for a stream within 10s of closing one")
+		}
+	}
+}
