@@ -87,15 +87,17 @@ func newServeCmd(g *globals) *cobra.Command {
 			if ln == nil {
 				return srv.ServeStdio(ctx, g.streams.In, g.streams.Out)
 			}
-			api, err := face.open(w, token)
+			// The faces served beside MCP on the listener, by pattern;
+			// the API adds itself at /api/.
+			// The page holds no data: it reads everything from the API,
+			// which authenticates each request.
+			mounts := map[string]http.Handler{"/": web.Handler()}
+			st, err := face.serve(ctx, g, w, srv, token, mounts)
 			if err != nil {
 				return err
 			}
-			defer api.Close()
-			// The page holds no data: it reads everything from the API,
-			// which authenticates each request.
-			h := srv.Handler(server.HTTPOptions{Token: token, Mounts: map[string]http.Handler{"/api/": api, "/": web.Handler()}})
-			return serveHTTP(ctx, g, ln, h, srv.Close)
+			defer st.close()
+			return serveHTTP(ctx, g, ln, st, st.end)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "serve over streamable HTTP on `ADDR` (HOST:PORT, or unix:PATH) instead of stdio")

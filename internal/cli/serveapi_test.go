@@ -173,3 +173,91 @@ func TestServeApprovalWait(t *testing.T) {
 		t.Errorf("the unanswered call took %s; its wait is 300ms", d)
 	}
 }
+
+// TestServeReload: POST /api/reload serves the configuration as it is
+// now; a change that needs trust is refused with 409 and one that does not
+// load with 422 naming the line, and either leaves the running
+// configuration served.
+func TestServeReload(t *testing.T) {
+	ws := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(ws, ".config"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(t.TempDir(), "state"))
+	toml := filepath.Join(ws, "lathe.toml")
+	os.WriteFile(toml, []byte("[defaults]\ntimeout = \"30s\"\n"), 0o644)
+	trust := func() {
+		t.Helper()
+		if code := Run(context.Background(), []string{"--workspace", ws, "trust", "--yes"},
+			Streams{In: strings.NewReader(""), Out: &strings.Builder{}, Err: &strings.Builder{}}); code != 0 {
+			t.Fatalf("lathe trust --yes exited with %d", code)
+		}
+	}
+	trust()
+	url, _ := startServeIn(t, ws, "--http", "127.0.0.1:0", "--token", "tok")
+	base := strings.TrimSuffix(url, "/mcp")
+	policyOf := func(name string) string {
+		var out struct {
+			Tools []struct {
+				Name   string
+				Policy struct{ Decision, Rule string }
+			}
+		}
+		apiDo(t, "GET", base+"/api/tools", "tok", "", &out)
+		for _, tl := range out.Tools {
+			if tl.Name == name {
+				return tl.Policy.Decision + " " + tl.Policy.Rule
+			}
+		}
+		return "no tool " + name
+	}
+	if p := policyOf("read_file"); p != "allow " {
+		t.Fatalf("read_file before: %q", p)
+	}
+	var e struct {
+		Error struct{ Kind, Message string }
+	}
+	// Letting write_file run unasked widens what runs: it needs trust.
+	widened := "[defaults]\ntimeout = \"30s\"\n\n[[policy.rules]]\ntool = \"read_file\"\napproval = \"deny\"\n\n" +
+		"[[policy.rules]]\ntool = \"write_file\"\napproval = \"allow\"\n"
+	os.WriteFile(toml, []byte(widened), 0o644)
+	if st := apiDo(t, "POST", base+"/api/reload", "tok", "{}", &e); st != 409 || e.Error.Kind != "untrusted" {
+		t.Errorf("reload of an untrusted change: %d %+v, want 409", st, e)
+	}
+	if p := policyOf("read_file"); p != "allow " {
+		t.Errorf("read_file after a refused reload: %q", p)
+	}
+	if p := policyOf("write_file"); p != "ask " {
+		t.Errorf("write_file after a refused reload: %q", p)
+	}
+	trust()
+	if st := apiDo(t, "POST", base+"/api/reload", "tok", "{}", &e); st != 200 {
+		t.Fatalf("reload: %d %+v", st, e)
+	}
+	if p := policyOf("read_file"); !strings.HasPrefix(p, "deny ") || !strings.Contains(p, "lathe.toml:4") {
+		t.Errorf("read_file after the reload: %q, want deny by lathe.toml:4", p)
+	}
+	if p := policyOf("write_file"); !strings.HasPrefix(p, "allow ") {
+		t.Errorf("write_file after the reload: %q, want allow", p)
+	}
+	var out struct{ Call struct{ Outcome string } }
+	apiDo(t, "POST", base+"/api/calls", "tok", `{"tool":"read_file","arguments":{"path":"lathe.toml"}}`, &out)
+	if out.Call.Outcome != "denied" {
+		t.Errorf("a call after the reload: %q, want denied", out.Call.Outcome)
+	}
+	// MCP is served by the new configuration too.
+	cs, err := connectHTTP(t, url, "Bearer tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "lathe.toml"}})
+	if err != nil || !res.IsError {
+		t.Errorf("an MCP call after the reload: %v %+v, want denied", err, res)
+	}
+	cs.Close()
+	os.WriteFile(toml, []byte("[defaults]\ntimeout = \"soon\"\n"), 0o644)
+	if st := apiDo(t, "POST", base+"/api/reload", "tok", "{}", &e); st != 422 || !strings.Contains(e.Error.Message, "lathe.toml:2") {
+		t.Errorf("reload of a bad file: %d %+v, want 422 naming lathe.toml:2", st, e)
+	}
+	if p := policyOf("read_file"); !strings.HasPrefix(p, "deny ") {
+		t.Errorf("read_file after a failed reload: %q, want the running policy", p)
+	}
+}

@@ -198,7 +198,7 @@ func (a *API) handleLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	if !a.tokenOK(in.Token) {
 		a.failMu.Lock()
-		time.Sleep(a.opts.LoginDelay)
+		time.Sleep(a.g().LoginDelay)
 		a.failMu.Unlock()
 		writeError(w, http.StatusUnauthorized, "unauthorized", "the token is wrong")
 		return

@@ -89,6 +89,12 @@ func (h *hub) publish(ev Event) {
 	}
 }
 
+// maxStreams caps the event streams open at once: each holds a buffer
+// and a connection, and a client that opens more and more must not hold
+// them all.
+const maxStreams = 64
+
+// add opens a stream; nil when maxStreams are open.
 func (h *hub) add() *stream {
 	s := &stream{ch: make(chan Event, 256), done: make(chan struct{})}
 	h.mu.Lock()
@@ -96,6 +102,9 @@ func (h *hub) add() *stream {
 	if h.closed {
 		close(s.done)
 		return s
+	}
+	if len(h.subs) >= maxStreams {
+		return nil
 	}
 	h.subs[s] = struct{}{}
 	return s
@@ -167,6 +176,10 @@ func (s *sse) comment() error {
 
 func (a *API) handleEvents(w http.ResponseWriter, r *http.Request, _ *caller) {
 	st := a.hub.add()
+	if st == nil {
+		writeError(w, http.StatusServiceUnavailable, "busy", fmt.Sprintf("%d event streams are open already; close one", maxStreams))
+		return
+	}
 	defer a.hub.remove(st)
 	out, ok := startSSE(w)
 	if !ok {

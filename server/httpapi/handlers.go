@@ -54,9 +54,9 @@ func summary(desc string) string {
 }
 
 func (a *API) handleTools(w http.ResponseWriter, r *http.Request, _ *caller) {
-	defs := a.opts.Engine.Tools()
+	defs := a.g().Engine.Tools()
 	slices.SortFunc(defs, func(x, y tool.Definition) int { return strings.Compare(x.Name, y.Name) })
-	p := a.opts.Policy
+	p := a.g().Policy
 	if p == nil {
 		p = &policy.Policy{}
 	}
@@ -88,8 +88,8 @@ func (a *API) handleTools(w http.ResponseWriter, r *http.Request, _ *caller) {
 
 func (a *API) handleUpstreams(w http.ResponseWriter, r *http.Request, _ *caller) {
 	ups := []Upstream{}
-	if a.opts.Upstreams != nil {
-		ups = append(ups, a.opts.Upstreams()...)
+	if a.g().Upstreams != nil {
+		ups = append(ups, a.g().Upstreams()...)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"upstreams": ups})
 }
@@ -137,15 +137,15 @@ func outcomeOf(out *tool.Outcome) string {
 }
 
 // view is the API's view of one of its own calls, once it ended.
-func (a *API) view(ctx context.Context, c *tool.Call, started time.Time, out *tool.Outcome) Call {
+func (g *generation) view(ctx context.Context, c *tool.Call, started time.Time, out *tool.Outcome) Call {
 	args := json.RawMessage(`{}`)
 	if len(c.Arguments) > 0 {
-		args = json.RawMessage(a.red.Redact(c.Arguments))
+		args = json.RawMessage(g.red.Redact(c.Arguments))
 	}
 	v := Call{ID: c.ID, Tool: c.Name, Session: sessionOf(ctx), Client: "api", State: "finished", Started: started,
 		DurationMS: ms(time.Since(started)), Outcome: outcomeOf(out), Arguments: args,
 		Result: resultOf(out.Result), Question: out.Question}
-	if t, ok := a.calls.find(c.ID); ok {
+	if t, ok := g.calls.find(c.ID); ok {
 		v.Seq = t.Seq
 	}
 	return v
@@ -160,14 +160,17 @@ func (a *API) handleCall(w http.ResponseWriter, r *http.Request, cl *caller) {
 		writeError(w, http.StatusBadRequest, "bad_request", msg)
 		return
 	}
+	// One generation serves the call from start to end, a reload
+	// notwithstanding.
+	g := a.g()
 	ctx, end := a.withSession(r.Context(), cl)
 	defer end()
 	c := in.call()
 	started := time.Now()
 	if !wantsEvents(r) {
-		out := a.opts.Engine.Call(ctx, c)
-		a.calls.finished(c.ID, out)
-		writeJSON(w, http.StatusOK, map[string]any{"call": a.view(ctx, c, started, out)})
+		out := g.Engine.Call(ctx, c)
+		g.calls.finished(c.ID, out)
+		writeJSON(w, http.StatusOK, map[string]any{"call": g.view(ctx, c, started, out)})
 		return
 	}
 	out, ok := startSSE(w)
@@ -183,7 +186,7 @@ func (a *API) handleCall(w http.ResponseWriter, r *http.Request, cl *caller) {
 		}
 	}})
 	done := make(chan *tool.Outcome, 1)
-	go func() { done <- a.opts.Engine.Call(ctx, c) }()
+	go func() { done <- g.Engine.Call(ctx, c) }()
 	for {
 		select {
 		case p := <-progress:
@@ -192,25 +195,25 @@ func (a *API) handleCall(w http.ResponseWriter, r *http.Request, cl *caller) {
 			for len(progress) > 0 {
 				out.send("progress", <-progress)
 			}
-			a.calls.finished(c.ID, res)
-			out.send("outcome", map[string]any{"call": a.view(ctx, c, started, res)})
+			g.calls.finished(c.ID, res)
+			out.send("outcome", map[string]any{"call": g.view(ctx, c, started, res)})
 			return
 		}
 	}
 }
 
 func (a *API) handleCalls(w http.ResponseWriter, r *http.Request, _ *caller) {
-	writeJSON(w, http.StatusOK, map[string]any{"calls": a.calls.list()})
+	writeJSON(w, http.StatusOK, map[string]any{"calls": a.g().calls.list()})
 }
 
 func (a *API) handleCallByID(w http.ResponseWriter, r *http.Request, _ *caller) {
 	id := r.PathValue("id")
-	if c, ok := a.calls.find(id); ok {
+	if c, ok := a.g().calls.find(id); ok {
 		writeJSON(w, http.StatusOK, map[string]any{"call": c})
 		return
 	}
-	if a.opts.Audit != nil {
-		s, err := a.opts.Audit()
+	if a.g().Audit != nil {
+		s, err := a.g().Audit()
 		if err != nil {
 			a.internal(w, "the audit log cannot be opened", err)
 			return
@@ -258,6 +261,7 @@ func (a *API) handleBatch(w http.ResponseWriter, r *http.Request, cl *caller) {
 		writeError(w, http.StatusBadRequest, "bad_request", "calls: at least one call is needed")
 		return
 	}
+	g := a.g()
 	calls := make([]*tool.Call, len(in.Calls))
 	for i := range in.Calls {
 		if msg := in.Calls[i].check("calls/" + strconv.Itoa(i) + "/"); msg != "" {
@@ -266,7 +270,7 @@ func (a *API) handleBatch(w http.ResponseWriter, r *http.Request, cl *caller) {
 		}
 		calls[i] = in.Calls[i].call()
 	}
-	p := a.opts.Engine.PlanBatch(calls)
+	p := g.Engine.PlanBatch(calls)
 	var stages [][]string
 	for i, s := range p.Stage {
 		for len(stages) <= s {
@@ -282,7 +286,7 @@ func (a *API) handleBatch(w http.ResponseWriter, r *http.Request, cl *caller) {
 	ctx, end := a.withSession(r.Context(), cl)
 	defer end()
 	started := time.Now()
-	outs := a.opts.Engine.CallBatch(ctx, calls, nil)
+	outs := g.Engine.CallBatch(ctx, calls, nil)
 	views := make([]Call, len(calls))
 	for i, o := range outs {
 		out := o.Outcome
@@ -290,8 +294,8 @@ func (a *API) handleBatch(w http.ResponseWriter, r *http.Request, cl *caller) {
 			out = tool.Outcome{Result: tool.ErrorResult(&tool.Error{Kind: tool.KindCancelled, Tool: calls[i].Name,
 				Message: "not run: it follows a call that asked a question"})}
 		}
-		a.calls.finished(calls[i].ID, &out)
-		views[i] = a.view(ctx, calls[i], started, &out)
+		g.calls.finished(calls[i].ID, &out)
+		views[i] = g.view(ctx, calls[i], started, &out)
 	}
 	resp["calls"] = views
 	writeJSON(w, http.StatusOK, resp)
@@ -317,10 +321,10 @@ type Approval struct {
 
 func (a *API) handleApprovals(w http.ResponseWriter, r *http.Request, _ *caller) {
 	out := []Approval{}
-	if a.opts.Approvals != nil {
-		for _, p := range a.opts.Approvals.Pending() {
+	if a.g().Approvals != nil {
+		for _, p := range a.g().Approvals.Pending() {
 			out = append(out, Approval{ID: p.ID, CallID: p.CallID, Seq: p.Seq, Tool: p.Tool, Session: p.Session,
-				Client: clientOf(p.Session), Arguments: json.RawMessage(a.red.Redact(p.Arguments)),
+				Client: clientOf(p.Session), Arguments: json.RawMessage(a.g().red.Redact(p.Arguments)),
 				Formatted: a.redactText(p.Formatted), Operation: a.redactText(p.Operation), Rule: p.Rule, Reason: p.Reason, Digest: p.Digest,
 				Asked: p.Asked, Deadline: p.Deadline})
 		}
@@ -336,7 +340,7 @@ func (a *API) redactText(text string) string {
 	}
 	b, _ := json.Marshal(text)
 	var out string
-	if json.Unmarshal([]byte(a.red.Redact(b)), &out) != nil {
+	if json.Unmarshal([]byte(a.g().red.Redact(b)), &out) != nil {
 		return ""
 	}
 	return out
@@ -349,7 +353,7 @@ type answerRequest struct {
 }
 
 func (a *API) handleAnswer(w http.ResponseWriter, r *http.Request, _ *caller) {
-	if a.opts.Approvals == nil {
+	if a.g().Approvals == nil {
 		writeError(w, http.StatusNotFound, "not_found", "no approvals are kept here")
 		return
 	}
@@ -361,7 +365,7 @@ func (a *API) handleAnswer(w http.ResponseWriter, r *http.Request, _ *caller) {
 		writeError(w, http.StatusBadRequest, "bad_digest", "digest: missing; give the approval's digest (GET /api/approvals)")
 		return
 	}
-	err := a.opts.Approvals.Answer(r.PathValue("id"), in.Digest, policy.Answer{Verdict: policy.Verdict(in.Answer), Reason: in.Reason})
+	err := a.g().Approvals.Answer(r.PathValue("id"), in.Digest, policy.Answer{Verdict: policy.Verdict(in.Answer), Reason: in.Reason})
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
@@ -396,11 +400,11 @@ func auditRecord(r audit.Record) AuditRecord {
 }
 
 func (a *API) store(w http.ResponseWriter) (*audit.Store, bool) {
-	if a.opts.Audit == nil {
+	if a.g().Audit == nil {
 		writeError(w, http.StatusNotFound, "not_found", "no audit log is kept ([audit] enable = false)")
 		return nil, false
 	}
-	s, err := a.opts.Audit()
+	s, err := a.g().Audit()
 	if err != nil {
 		a.internal(w, "the audit log cannot be opened", err)
 		return nil, false
@@ -487,8 +491,8 @@ func (a *API) handleAuditRecord(w http.ResponseWriter, r *http.Request, _ *calle
 
 func (a *API) handleGrants(w http.ResponseWriter, r *http.Request, _ *caller) {
 	gs := []policy.Grant{}
-	if a.opts.Grants != nil {
-		l, err := a.opts.Grants.List(r.Context())
+	if a.g().Grants != nil {
+		l, err := a.g().Grants.List(r.Context())
 		if err != nil && len(l) == 0 {
 			a.internal(w, "the grants cannot be read", err)
 			return
@@ -499,12 +503,12 @@ func (a *API) handleGrants(w http.ResponseWriter, r *http.Request, _ *caller) {
 }
 
 func (a *API) handleRevoke(w http.ResponseWriter, r *http.Request, _ *caller) {
-	if a.opts.Grants == nil {
+	if a.g().Grants == nil {
 		writeError(w, http.StatusNotFound, "not_found", "no grants are kept")
 		return
 	}
 	name, command := r.PathValue("tool"), r.URL.Query().Get("command")
-	found, err := a.opts.Grants.RevokeCommand(r.Context(), name, command)
+	found, err := a.g().Grants.RevokeCommand(r.Context(), name, command)
 	if err != nil {
 		a.internal(w, "the grant could not be revoked", err)
 		return
@@ -517,11 +521,11 @@ func (a *API) handleRevoke(w http.ResponseWriter, r *http.Request, _ *caller) {
 }
 
 func (a *API) handleReload(w http.ResponseWriter, r *http.Request, _ *caller) {
-	if a.opts.Reload == nil {
+	if a.g().Reload == nil {
 		writeError(w, http.StatusNotImplemented, "not_implemented", "this server cannot reload")
 		return
 	}
-	if err := a.opts.Reload(r.Context()); err != nil {
+	if err := a.g().Reload(r.Context()); err != nil {
 		if errors.Is(err, ErrUntrusted) {
 			writeError(w, http.StatusConflict, "untrusted", err.Error())
 			return

@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lathe-tools/lathe"
@@ -61,8 +62,9 @@ type Options struct {
 	Redactor *audit.Redactor
 	// Upstreams reports the upstream MCP servers.
 	Upstreams func() []Upstream
-	// Reload reads the configuration and the registry again. An error
-	// wrapping [ErrUntrusted] is answered 409.
+	// Reload reads the configuration and the registry again, and serves
+	// them ([API.Replace]). An error wrapping [ErrUntrusted] is answered
+	// 409, any other 422; nil Reload, 501.
 	Reload func(ctx context.Context) error
 	// LoginDelay is how long a wrong login waits before its answer; zero
 	// means a second. Failed logins are answered one at a time.
@@ -106,16 +108,29 @@ var ErrUntrusted = errors.New("the configuration changed and needs trust (lathe 
 // API serves the HTTP JSON API. Close it when done: it stops following the
 // engine's events and ends the logins' sessions.
 type API struct {
-	opts   Options
 	token  *[32]byte
 	logins logins
 	failMu sync.Mutex
 	mux    *http.ServeMux
-	calls  *Calls
-	red    *audit.Redactor
-	cancel func()
 	hub    *hub
+	// gen is what a reload replaces ([API.Replace]); the rest stays.
+	gen       atomic.Pointer[generation]
+	mu        sync.Mutex // orders Replace and Close
+	stopQueue func()
+	closed    bool
 }
+
+// generation is the engine the API serves and what belongs to its
+// workspace, with the live calls of that engine.
+type generation struct {
+	Options
+	calls *Calls
+	red   *audit.Redactor
+	stop  func() // ends the subscription to the engine's events
+}
+
+// g returns what the API serves now.
+func (a *API) g() *generation { return a.gen.Load() }
 
 // New returns the API of opts.Engine.
 func New(opts Options) (*API, error) {
@@ -134,31 +149,19 @@ func New(opts Options) (*API, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &API{opts: opts, logins: logins{m: map[[32]byte]*login{}, ttl: opts.SessionTTL, max: opts.MaxLogins}}
+	a := &API{logins: logins{m: map[[32]byte]*login{}, ttl: opts.SessionTTL, max: opts.MaxLogins}, hub: newHub()}
 	if opts.Token != "" {
 		sum := sha256.Sum256([]byte(opts.Token))
 		a.token = &sum
 	}
-	a.red = opts.Redactor
-	if a.red == nil {
-		red, err := audit.NewRedactor(nil, nil)
-		if err != nil {
-			return nil, err
-		}
-		a.red = red
+	g, err := a.follow(opts)
+	if err != nil {
+		return nil, err
 	}
-	a.calls = opts.Calls
-	if a.calls == nil {
-		a.calls = newCalls(200, a.red)
-	}
-	a.hub = newHub()
-	stopEvents := opts.Engine.Subscribe(func(ev lathe.Event) {
-		a.calls.event(ev)
-		a.hub.publish(engineEvent(ev))
-	})
-	stopQueue := func() {}
+	a.gen.Store(g)
+	a.stopQueue = func() {}
 	if opts.Approvals != nil {
-		stopQueue = opts.Approvals.Subscribe(func(c approvals.Change) {
+		a.stopQueue = opts.Approvals.Subscribe(func(c approvals.Change) {
 			kind := "approval_pending"
 			if c.Settled {
 				kind = "approval_settled"
@@ -166,14 +169,69 @@ func New(opts Options) (*API, error) {
 			a.hub.publish(queueEvent(kind, c))
 		})
 	}
-	a.cancel = func() { stopEvents(); stopQueue() }
 	a.routes()
 	return a, nil
 }
 
+// follow makes the generation of opts and subscribes to its engine.
+func (a *API) follow(opts Options) (*generation, error) {
+	g := &generation{Options: opts, calls: opts.Calls, red: opts.Redactor}
+	if g.red == nil {
+		red, err := audit.NewRedactor(nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		g.red = red
+	}
+	if g.calls == nil {
+		g.calls = newCalls(200, g.red)
+	}
+	g.stop = opts.Engine.Subscribe(func(ev lathe.Event) {
+		g.calls.event(ev)
+		a.hub.publish(engineEvent(ev))
+	})
+	return g, nil
+}
+
+// Replace serves what a reload made: opts.Engine, and its Policy, Grants,
+// Audit, Upstreams, Redactor and Calls (nil: a new one), from now on. The
+// logins, the token, the approvals queue and the event streams stay; the
+// live calls are those of the new engine. The caller closes the old engine
+// once Replace returns (its calls end then).
+func (a *API) Replace(opts Options) error {
+	if opts.Engine == nil {
+		return errors.New("httpapi: no engine")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return errors.New("httpapi: the API is closed")
+	}
+	old := a.g()
+	next := old.Options
+	next.Engine, next.Policy, next.Grants, next.Audit, next.Upstreams = opts.Engine, opts.Policy, opts.Grants, opts.Audit, opts.Upstreams
+	next.Redactor, next.Calls = opts.Redactor, opts.Calls
+	g, err := a.follow(next)
+	if err != nil {
+		return err
+	}
+	a.gen.Store(g)
+	old.stop()
+	// The tools may all have changed: a page lists them again.
+	a.hub.publish(Event{Kind: string(lathe.EventToolsChanged), Time: time.Now()})
+	return nil
+}
+
 // Close stops following the engine and ends every login.
 func (a *API) Close() error {
-	a.cancel()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil
+	}
+	a.closed = true
+	a.g().stop()
+	a.stopQueue()
 	a.hub.close()
 	a.logins.closeAll()
 	return nil
@@ -278,7 +336,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 }
 
 func (a *API) internal(w http.ResponseWriter, what string, err error) {
-	a.opts.Logger.Warn("httpapi: "+what, "err", err)
+	a.g().Logger.Warn("httpapi: "+what, "err", err)
 	writeError(w, http.StatusInternalServerError, "internal", fmt.Sprintf("%s: %v", what, err))
 }
 

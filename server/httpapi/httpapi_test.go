@@ -663,3 +663,77 @@ func TestApprovalShowsRedactedArguments(t *testing.T) {
 	c.do("POST", "/api/approvals/"+a.ID, map[string]string{"answer": "deny", "digest": a.Digest}, nil)
 	waitCall(t, done)
 }
+
+// TestNoTokenStillKeepsSessionsAndCSRF: served without a token (a Unix
+// socket only its owner can open), requests need no credentials, but a
+// client that takes a session cookie from GET /api/session must still
+// send its CSRF value with it.
+func TestNoTokenStillKeepsSessionsAndCSRF(t *testing.T) {
+	e := lathe.New(lathe.Options{})
+	t.Cleanup(func() { e.Close() })
+	var ran atomic.Int32
+	e.Register(builtin.Must(builtin.Func(tool.Definition{Name: "echo", Annotations: tool.Annotations{ReadOnlyHint: true}},
+		func(context.Context, struct{}) (string, error) { ran.Add(1); return "ok", nil })))
+	api, err := httpapi.New(httpapi.Options{Engine: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	t.Cleanup(func() { srv.Close(); api.Close() })
+	f := &fixture{srv: srv}
+	plain := &client{t: t, f: f, hc: http.DefaultClient}
+	if st := plain.do("POST", "/api/calls", map[string]any{"tool": "echo"}, nil); st != 200 || ran.Load() != 1 {
+		t.Fatalf("no token: %d, ran %d", st, ran.Load())
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &client{t: t, f: f, hc: &http.Client{Jar: jar, Timeout: 10 * time.Second}}
+	var s struct{ CSRF string }
+	if st := c.do("GET", "/api/session", nil, &s); st != 200 || s.CSRF == "" {
+		t.Fatalf("session: %d %q", st, s.CSRF)
+	}
+	if st := c.do("POST", "/api/calls", map[string]any{"tool": "echo"}, nil); st != 403 || ran.Load() != 1 {
+		t.Errorf("cookie without the CSRF value: %d, ran %d; want 403", st, ran.Load())
+	}
+	c.csrf = s.CSRF
+	if st := c.do("POST", "/api/calls", map[string]any{"tool": "echo"}, nil); st != 200 || ran.Load() != 2 {
+		t.Errorf("cookie with the CSRF value: %d, ran %d", st, ran.Load())
+	}
+}
+
+// TestEventStreamsAreCapped: a client that opens stream after stream gets
+// 503 past the cap, and a stream closed makes room.
+func TestEventStreamsAreCapped(t *testing.T) {
+	f := newFixture(t)
+	c := f.bearerClient(t)
+	var open []*http.Response
+	defer func() {
+		for _, r := range open {
+			r.Body.Close()
+		}
+	}()
+	for i := range 64 {
+		r := c.request("GET", "/api/events", nil, nil)
+		if r.StatusCode != 200 {
+			t.Fatalf("stream %d: %d", i, r.StatusCode)
+		}
+		open = append(open, r)
+	}
+	r := c.request("GET", "/api/events", nil, nil)
+	r.Body.Close()
+	if r.StatusCode != 503 {
+		t.Fatalf("stream 65: %d, want 503", r.StatusCode)
+	}
+	open[0].Body.Close()
+	open = open[1:]
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r := c.request("GET", "/api/events", nil, nil)
+		if r.StatusCode == 200 {
+			open = append(open, r)
+			break
+		}
+		r.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("no room for a stream within 10s of closing one")
+		}
+	}
+}
