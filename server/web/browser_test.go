@@ -266,6 +266,34 @@ func TestBrowserApproval(t *testing.T) {
 	}
 	b.shot("catalog")
 
+	// Reload from the catalog: a change that needs trust is refused, and
+	// the page says so; one that does not is served, and the catalog shows
+	// it.
+	conf, err := os.ReadFile(filepath.Join(srv.ws, "lathe.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	untrusted := string(conf) + "\n[[policy.rules]]\ntool = \"read_file\"\napproval = \"allow\"\n"
+	if err := os.WriteFile(filepath.Join(srv.ws, "lathe.toml"), []byte(untrusted), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.do("reloading a change that needs trust", 20*time.Second,
+		chromedp.Click(chromedp.ID("#reload")),
+		chromedp.Click(chromedp.ID("#reload-confirm")),
+		chromedp.WaitVisible(chromedp.ID("#flash")))
+	if f := get(b, "reading the refusal", 5*time.Second, chromedp.Text(chromedp.ID("#flash"))); !strings.Contains(f, "Not reloaded") || !strings.Contains(f, "trust") {
+		t.Errorf("the page does not say the reload was refused for trust: %q", f)
+	}
+	narrowed := strings.Replace(string(conf), "{description} ", "{description} Reloaded. ", 1)
+	if err := os.WriteFile(filepath.Join(srv.ws, "lathe.toml"), []byte(narrowed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.do("reloading a change that needs no trust", 20*time.Second,
+		chromedp.Click(chromedp.ID("#reload")),
+		chromedp.Click(chromedp.ID("#reload-confirm")))
+	b.until("the catalog to show the reloaded description", 20*time.Second,
+		`(() => { const d = document.querySelector('details[data-tool="write_file"]'); return !!d && d.textContent.includes('Reloaded.') && document.getElementById('flash').hidden; })()`)
+
 	// "Always allow" makes a grant; the grants view revokes it.
 	done = srv.callAsync(ctx, "write_file", map[string]any{"path": "granted.txt", "content": hostile})
 	a = srv.pending(ctx, "write_file")

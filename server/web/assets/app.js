@@ -627,6 +627,30 @@
     loggedOut('');
   });
 
+  // Reload asks twice: it ends the calls running.
+  $('reload').addEventListener('click', () => {
+    $('reload').hidden = true;
+    $('reload-confirm').hidden = false;
+    $('reload-said').textContent = '';
+  });
+  $('reload-confirm').addEventListener('click', async () => {
+    const b = $('reload-confirm');
+    b.disabled = true;
+    try {
+      await api('POST', '/api/reload', {});
+      $('reload-said').textContent = 'Reloaded at ' + new Date().toLocaleTimeString() + '.';
+      flash('');
+      guard(loadCatalog());
+    } catch (e) {
+      $('reload-said').textContent = '';
+      flash((e.status === 409 ? 'Not reloaded: ' : 'Not reloaded (' + e.status + '): ') + e.message);
+    } finally {
+      b.disabled = false;
+      b.hidden = true;
+      $('reload').hidden = false;
+    }
+  });
+
   $('audit-form').addEventListener('submit', (ev) => { ev.preventDefault(); guard(searchAudit(false)); });
   $('audit-more').addEventListener('click', () => guard(searchAudit(true)));
   $('catalog-filter').addEventListener('input', filterCatalog);
