@@ -24,7 +24,6 @@ import (
 	"embed"
 	"encoding/hex"
 	"io/fs"
-	"net"
 	"net/http"
 	"path"
 
@@ -83,7 +82,7 @@ func Handler() http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
-		if rebound(r) {
+		if server.Rebound(r) {
 			http.Error(w, "misdirected: this server answers only loopback names", http.StatusMisdirectedRequest)
 			return
 		}
@@ -108,25 +107,4 @@ func Handler() http.Handler {
 		}
 		w.Write(f.body)
 	})
-}
-
-// rebound reports a request that reached a loopback listener under a name
-// that is not loopback: an attacker's name pointed at 127.0.0.1 (DNS
-// rebinding), which would show lathe's page under the attacker's origin,
-// where a person might log in. A listener on another address is reached
-// by whatever names point at it, and keeps them.
-func rebound(r *http.Request) bool {
-	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok {
-		return false
-	}
-	host, _, err := net.SplitHostPort(local.String())
-	if err != nil || !server.Loopback(host) {
-		return false
-	}
-	name := r.Host
-	if h, _, err := net.SplitHostPort(name); err == nil {
-		name = h
-	}
-	return !server.Loopback(name)
 }
