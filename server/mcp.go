@@ -641,7 +641,7 @@ type HTTPOptions struct {
 	BodyTimeout time.Duration
 	// Mounts are other handlers served beside MCP on the same listener, by
 	// [http.ServeMux] pattern ("/api/", "/metrics", "/"). Each gets the
-	// origin check and the body limits MCP gets, but authenticates its own
+	// checks of Host and Origin and the body limits MCP gets ([Rebound]), but authenticates its own
 	// requests (a page logs in and carries a cookie; see [RequireToken]
 	// for a bearer token alone).
 	Mounts map[string]http.Handler
@@ -683,7 +683,7 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(Path, h)
 	for pattern, m := range opts.Mounts {
-		mux.Handle(pattern, bodyDeadline(cmp.Or(opts.BodyTimeout, DefaultBodyTimeout), maxBody, sameOrigin(m)))
+		mux.Handle(pattern, mounted(opts, maxBody, m))
 	}
 	return mux
 }
