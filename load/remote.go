@@ -117,6 +117,16 @@ func (w *Workspace) loadRemote(ctx context.Context, opts *Options, cfg *config.C
 				"[%s] queue = %q needs a prefix, by which lathe knows which of the queue's tools are the toolset's", r.Table(), r.Queue)}}
 		}
 	}
+	byQueue := map[string][]config.Route{}
+	for _, r := range routes {
+		byQueue[r.Queue] = append(byQueue[r.Queue], r)
+	}
+	// lathe call of another tool asks no queue, and so holds up nothing
+	// when no worker serves one, or the server is down.
+	maps.DeleteFunc(byQueue, func(_ string, rs []config.Route) bool { return !needed(cfg, rs, opts.Need) })
+	if len(byQueue) == 0 {
+		return nil
+	}
 	d, err := opts.Dispatch(ctx, cfg)
 	if err != nil {
 		opts.warn(fmt.Errorf("%w; the tools routed to queues are left out", err))
@@ -128,10 +138,6 @@ func (w *Workspace) loadRemote(ctx context.Context, opts *Options, cfg *config.C
 		}
 	}
 	w.remote = &remote{d: d, names: map[string][]string{}}
-	byQueue := map[string][]config.Route{}
-	for _, r := range routes {
-		byQueue[r.Queue] = append(byQueue[r.Queue], r)
-	}
 	for _, q := range slices.Sorted(maps.Keys(byQueue)) {
 		rs := byQueue[q]
 		served, err := w.remote.d.Queue(ctx, q, opts.RefreshToolCache, func() { w.refreshQueue(opts, cfg, q, rs) })
@@ -197,4 +203,34 @@ func (w *Workspace) refreshQueue(opts *Options, cfg *config.Config, q string, rs
 	if err := w.registerRemote(cfg, q, routed(cfg, rs, served), nil); err != nil {
 		opts.warn(fmt.Errorf("queue %q: refreshing its tools: %w", q, err))
 	}
+}
+
+// needed reports whether a tool of need may come from the routes rs: by
+// its name, or by the prefix of a routed toolset or MCP server. A nil need
+// needs everything.
+func needed(cfg *config.Config, rs []config.Route, need []string) bool {
+	if need == nil {
+		return true
+	}
+	for _, r := range rs {
+		for _, n := range need {
+			switch r.Kind {
+			case "tool":
+				if n == r.Name {
+					return true
+				}
+			case "toolset":
+				if strings.HasPrefix(n, cfg.Toolsets[r.Name].Prefix) {
+					return true
+				}
+			case "mcp":
+				s := *cfg.MCP[r.Name]
+				s.Name = r.Name
+				if strings.HasPrefix(n, s.ToolPrefix()) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
