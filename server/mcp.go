@@ -49,6 +49,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lathe-tools/lathe"
@@ -100,13 +101,19 @@ type Server struct {
 	mcp  *sdk.Server
 	ids  atomic.Uint64
 
-	mu       sync.Mutex
-	served   map[string]string // tool name → the definition served, as JSON
+	mu     sync.Mutex
+	served map[string]string // tool name → the definition served, as JSON
+	// outputs says, of each tool served, whether it declares an output
+	// schema.
+	outputs  map[string]bool
 	sessions map[*sdk.ServerSession]*clientSession
 	// byHTTPID finds a streamable HTTP session by its Mcp-Session-Id, so
 	// that a DELETE can end its calls before the SDK waits for them.
 	byHTTPID    map[string]*clientSession
 	lastSession uint64
+	// idleTimeout ends a streamable HTTP session with no request for this
+	// long (keepSessions); zero, never.
+	idleTimeout time.Duration
 	wg          sync.WaitGroup
 	// unsubscribe ends the server's subscription to the engine's events.
 	unsubscribe func()
@@ -134,6 +141,9 @@ type clientSession struct {
 	// session, and every approval or question it waits for, ends with it.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// web is what the HTTP face keeps of a streamable HTTP session
+	// (httpcall.go); nil for other sessions.
+	web *webSession
 }
 
 // New returns a server of e's tools.
@@ -147,7 +157,7 @@ func New(e *lathe.Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{e: e, opts: opts, served: map[string]string{}, sessions: map[*sdk.ServerSession]*clientSession{},
+	s := &Server{e: e, opts: opts, served: map[string]string{}, outputs: map[string]bool{}, sessions: map[*sdk.ServerSession]*clientSession{},
 		byHTTPID: map[string]*clientSession{}}
 	sopts := &sdk.ServerOptions{
 		Instructions: opts.Instructions,
@@ -162,6 +172,9 @@ func New(e *lathe.Engine, opts Options) *Server {
 	s.surfaceOptions(sopts)
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, sopts)
 	s.gate(sopts)
+	// What the HTTP face's own calls send their client goes on their own
+	// responses (httpcall.go).
+	s.mcp.AddSendingMiddleware(callMiddleware)
 	// Sessions are tracked from their first request, so that Close also
 	// ends those whose client never finished initializing. Every request
 	// of a session ends when the session does: the SDK waits for the
@@ -214,10 +227,31 @@ func (s *Server) track(ss *sdk.ServerSession) {
 	httpID := ss.ID()
 	if httpID != "" {
 		s.byHTTPID[httpID] = cs
+		cs.web = &webSession{ss: ss, calls: map[string]context.CancelFunc{}, asked: map[string]chan *jsonrpc.Response{}}
+		if s.idleTimeout > 0 {
+			web := cs.web
+			cs.web.idle = time.AfterFunc(s.idleTimeout, func() {
+				web.mu.Lock()
+				idle := web.busy == 0 && !web.ended
+				web.mu.Unlock()
+				if idle {
+					cs.cancel()
+					ss.Close()
+				}
+			})
+		}
 	}
 	s.wg.Go(func() {
 		ss.Wait()
 		cs.cancel()
+		if w := cs.web; w != nil {
+			w.mu.Lock()
+			w.ended = true
+			if w.idle != nil {
+				w.idle.Stop()
+			}
+			w.mu.Unlock()
+		}
 		s.mu.Lock()
 		delete(s.sessions, ss)
 		if httpID != "" && s.byHTTPID[httpID] == cs {
@@ -310,12 +344,14 @@ func (s *Server) Sync() {
 			continue
 		}
 		s.served[d.Name] = string(b)
+		s.outputs[d.Name] = t.OutputSchema != nil
 	}
 	var gone []string
 	for name := range s.served {
 		if !now[name] {
 			gone = append(gone, name)
 			delete(s.served, name)
+			delete(s.outputs, name)
 		}
 	}
 	if len(gone) > 0 {
@@ -664,9 +700,10 @@ const Path = "/mcp"
 // on a Unix socket only you can open.
 func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	maxBody := cmp.Or(opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	// The sessions' idle time is kept by keepSessions, which sees every
+	// request, those that serveCalls serves too; the SDK's timer would not.
 	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp },
-		&sdk.StreamableHTTPOptions{Logger: s.opts.Logger, SessionTimeout: cmp.Or(opts.SessionTimeout, time.Hour),
-			MaxRequestBodyBytes: maxBody})
+		&sdk.StreamableHTTPOptions{Logger: s.opts.Logger, MaxRequestBodyBytes: maxBody})
 	h = s.endOnDelete(h)
 	// Task notifications on the sessions' standalone streams (tasknotify.go).
 	h = s.taskStream(h)
@@ -674,6 +711,9 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 		h = s.limitSessions(max, h)
 	}
 	h = endWithAnswer(h)
+	// tools/call, on lathe's own path (httpcall.go).
+	h = s.serveCalls(h)
+	h = s.keepSessions(cmp.Or(opts.SessionTimeout, time.Hour), h)
 	h = readBody(h)
 	h = sameOrigin(h)
 	if opts.Token != "" {
