@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"mime"
 	"net/http"
 	"slices"
@@ -327,7 +326,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, ws *webSessio
 		ws.mu.Unlock()
 	}()
 
-	out := newCallStream(w, s.opts.Logger, cancel)
+	out := newCallStream(w, cancel)
 	ctx = context.WithValue(ctx, callKey{}, &fastCall{ws: ws, out: out})
 	req := &sdk.CallToolRequest{Session: ss,
 		Params: &sdk.CallToolParamsRaw{Name: name, Arguments: args, Meta: meta},
@@ -537,7 +536,6 @@ var errClientGone = errors.New("the client stopped reading the call's response")
 // the stream and cancels the call.
 type callStream struct {
 	w      http.ResponseWriter
-	logger *slog.Logger
 	cancel context.CancelFunc
 
 	mu      sync.Mutex
@@ -550,14 +548,15 @@ type callStream struct {
 	goneOnce sync.Once
 }
 
-// Bounds of a call's event stream.
-const (
-	streamQueue        = 64
-	streamWriteTimeout = 10 * time.Second
-)
+// streamQueue bounds the messages queued for a call's event stream.
+const streamQueue = 64
 
-func newCallStream(w http.ResponseWriter, logger *slog.Logger, cancel context.CancelFunc) *callStream {
-	return &callStream{w: w, logger: logger, cancel: cancel, gone: make(chan struct{})}
+// streamWriteTimeout is how long a client has to take one event of a
+// call's stream (a variable for the tests).
+var streamWriteTimeout = 10 * time.Second
+
+func newCallStream(w http.ResponseWriter, cancel context.CancelFunc) *callStream {
+	return &callStream{w: w, cancel: cancel, gone: make(chan struct{})}
 }
 
 // start begins the event stream, once. c.mu is held.
