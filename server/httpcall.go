@@ -119,10 +119,28 @@ func (s *Server) keepSessions(timeout time.Duration, next http.Handler) http.Han
 // response it writes to.
 type callKey struct{}
 
-// fastCall is one tools/call served by serveCalls.
+// fastCall is one tools/call served by serveCalls or serveCall26.
 type fastCall struct {
-	ws  *webSession
-	out *callStream
+	ws *webSession
+	// level is the least severe level of log message the call's client
+	// takes, when leveled (MCP 2026-07-28 names it in each request; "" takes
+	// none); before 2026-07-28 the session's level holds, which the SDK
+	// applies.
+	level   sdk.LoggingLevel
+	leveled bool
+	// session, when set, names the call's session for the policy and the
+	// engine's events in place of the SDK session's (http26.go).
+	session string
+
+	mu  sync.Mutex
+	cur *callStream // the response the call's messages go on
+}
+
+// out is the response the call's messages go on now.
+func (fc *fastCall) out() *callStream {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return fc.cur
 }
 
 // message is a JSON-RPC message as it arrives, its members kept raw. The
@@ -165,6 +183,18 @@ func idKey(raw json.RawMessage) (string, bool) {
 func (s *Server) serveCalls(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("Mcp-Session-Id")
+		if r.Method == http.MethodPost && sessionless(r) {
+			// A client of MCP 2026-07-28 (http26.go).
+			var m message
+			body, ok := heldBytes(r)
+			if ok && json.Unmarshal(body, &m) == nil {
+				if method, _ := m.str("method"); method == "tools/call" && s.serveCall26(w, r, m) {
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
 		if r.Method != http.MethodPost || id == "" {
 			next.ServeHTTP(w, r)
 			return
@@ -327,7 +357,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, ws *webSessio
 	}()
 
 	out := newCallStream(w, cancel)
-	ctx = context.WithValue(ctx, callKey{}, &fastCall{ws: ws, out: out})
+	ctx = context.WithValue(ctx, callKey{}, &fastCall{ws: ws, cur: out})
 	req := &sdk.CallToolRequest{Session: ss,
 		Params: &sdk.CallToolParamsRaw{Name: name, Arguments: args, Meta: meta},
 		Extra:  &sdk.RequestExtra{Header: r.Header}}
@@ -442,11 +472,15 @@ func callMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		switch method {
 		case "notifications/message", "notifications/progress":
+			if lm, ok := req.GetParams().(*sdk.LoggingMessageParams); ok && fc.leveled &&
+				(fc.level == "" || severity(lm.Level) < severity(fc.level)) {
+				return nil, nil
+			}
 			b, err := encodeNotification(method, req.GetParams())
 			if err != nil {
 				return nil, err
 			}
-			fc.out.notify(b)
+			fc.out().notify(b)
 			return nil, nil
 		case "elicitation/create":
 			var res sdk.ElicitResult
@@ -507,7 +541,8 @@ func (fc *fastCall) ask(ctx context.Context, method string, params any, into any
 	if err != nil {
 		return err
 	}
-	if err := fc.out.request(ctx, b); err != nil {
+	out := fc.out()
+	if err := out.request(ctx, b); err != nil {
 		return err
 	}
 	select {
@@ -521,7 +556,7 @@ func (fc *fastCall) ask(ctx context.Context, method string, params any, into any
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-fc.out.gone:
+	case <-out.gone:
 		return errClientGone
 	}
 }

@@ -114,7 +114,9 @@ type Server struct {
 	// idleTimeout ends a streamable HTTP session with no request for this
 	// long (keepSessions); zero, never.
 	idleTimeout time.Duration
-	wg          sync.WaitGroup
+	// r26 runs the calls of clients of MCP 2026-07-28 over HTTP (http26.go).
+	r26 round26
+	wg  sync.WaitGroup
 	// unsubscribe ends the server's subscription to the engine's events.
 	unsubscribe func()
 	closeOnce   sync.Once
@@ -316,6 +318,7 @@ func (s *Server) Close() error {
 		ss.Close()
 	}
 	s.wg.Wait()
+	s.r26.close()
 	// Tasks outlive their sessions, not the server (tasks.go).
 	s.tasks.close()
 	return nil
@@ -427,7 +430,13 @@ func (s *Server) run(ctx context.Context, ss *sdk.ServerSession, req *sdk.CallTo
 		// client alone, not for every client of the server, nor for a later
 		// one, and is forgotten when the session ends.
 		cs := s.session(ss)
-		ctx = lathe.WithSessionEnd(lathe.WithSession(ctx, cs.id), cs.ctx.Done())
+		sid, end := cs.id, cs.ctx.Done()
+		if fc, ok := ctx.Value(callKey{}).(*fastCall); ok && fc.session != "" {
+			// A call of a client of MCP 2026-07-28 over HTTP, which has no
+			// session: what holds "for the session" holds for the call.
+			sid, end = fc.session, ctx.Done()
+		}
+		ctx = lathe.WithSessionEnd(lathe.WithSession(ctx, sid), end)
 		c := &tool.Call{ID: "mcp-" + strconv.FormatUint(s.ids.Add(1), 10), Name: name}
 		if len(req.Params.Arguments) > 0 {
 			c.Arguments = req.Params.Arguments
@@ -702,8 +711,20 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	maxBody := cmp.Or(opts.MaxBodyBytes, DefaultMaxBodyBytes)
 	// The sessions' idle time is kept by keepSessions, which sees every
 	// request, those that serveCalls serves too; the SDK's timer would not.
-	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp },
+	getServer := func(*http.Request) *sdk.Server { return s.mcp }
+	stateful := sdk.NewStreamableHTTPHandler(getServer,
 		&sdk.StreamableHTTPOptions{Logger: s.opts.Logger, MaxRequestBodyBytes: maxBody})
+	// Clients of MCP 2026-07-28 have no session: the SDK serves them
+	// statelessly, their tools/calls aside (http26.go).
+	stateless := sdk.NewStreamableHTTPHandler(getServer,
+		&sdk.StreamableHTTPOptions{Logger: s.opts.Logger, MaxRequestBodyBytes: maxBody, Stateless: true})
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sessionless(r) {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
 	h = s.endOnDelete(h)
 	// Task notifications on the sessions' standalone streams (tasknotify.go).
 	h = s.taskStream(h)
