@@ -63,10 +63,10 @@ import (
 // server's elicitation or sampling, a question, an approval) go back as
 // input requests, and the call waits for the client's next round; under
 // the versions before it they are sent while the call runs. Over
-// streamable HTTP, where the SDK serves 2026-07-28 only without sessions,
-// a client of 2026-07-28 is answered with 2025-11-25. The result is a
-// copy: no package a program imports can make its servers claim a version
-// they do not speak.
+// streamable HTTP a client of 2026-07-28 has no session, as that version
+// has none; its calls wait between rounds in a session of the server's
+// own (see [Server.Handler]). The result is a copy: no package a program
+// imports can make its servers claim a version they do not speak.
 func ProtocolVersions() []string { return slices.Clone(protocolVersions) }
 
 var protocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
@@ -701,7 +701,14 @@ const Path = "/mcp"
 // that reached a loopback address under a foreign Host name (DNS rebinding);
 // with a token, it rejects a request without it. It bounds what one client
 // can hold: the sessions open at once, a request body's size, and the time
-// to send it (see [HTTPOptions]).
+// to send it (see [HTTPOptions]), and what a call's stream holds for a
+// client that does not read it.
+//
+// It serves tools/call itself, and every other request through the MCP
+// SDK's handler. Clients of MCP 2026-07-28, which have no session, are
+// served that version: their calls' questions come back as input requests,
+// and a call waits for the client's next round in a session of the
+// server's own; an approval "for the session" holds for that call.
 //
 // Without a token, anyone who can reach the address can call every tool and
 // answer its own approvals: on a machine with other users that includes
