@@ -522,15 +522,16 @@ func TestHTTPCallUnreadStream(t *testing.T) {
 // request for its timeout ends.
 func TestHTTPSessionIdle(t *testing.T) {
 	p := newProbe()
-	ts := serveProbe(t, p, server.HTTPOptions{SessionTimeout: 400 * time.Millisecond})
+	ts := serveProbe(t, p, server.HTTPOptions{SessionTimeout: time.Second})
 	c := open(t, ts, "", `{}`)
-	for i := range 8 {
+	// Calls for twice the timeout: the session lives on.
+	for i := range 10 {
 		if resp, body := c.post(callBody(10+i, "count", `{}`), nil); resp.StatusCode != 200 {
-			t.Fatalf("call %d, with calls every 100 ms and a timeout of 400 ms: status %d: %s", i, resp.StatusCode, body)
+			t.Fatalf("call %d, with calls every 200 ms and a timeout of 1 s: status %d: %s", i, resp.StatusCode, body)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(3 * time.Second)
 	if resp, body := c.post(callBody(30, "count", `{}`), nil); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("a call after the session's timeout: status %d: %s", resp.StatusCode, body)
 	}
