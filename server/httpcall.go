@@ -214,13 +214,17 @@ func (s *Server) serveCalls(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		method, isCall := m.str("method")
+		method, named := m.str("method")
+		_, hasMethod := m["method"]
 		switch {
-		case !isCall:
+		case !hasMethod:
+			// A response: perhaps to a question of this path.
 			if ws.answered(m) {
 				w.WriteHeader(http.StatusAccepted)
 				return
 			}
+		case !named:
+			// A method that is not a string: the SDK's to refuse.
 		case method == "notifications/cancelled":
 			if ws.cancelled(m) {
 				w.WriteHeader(http.StatusAccepted)
