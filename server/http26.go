@@ -228,7 +228,16 @@ func (s *Server) serveCall26(w http.ResponseWriter, r *http.Request, m message) 
 	req := &sdk.CallToolRequest{Session: ws.ss,
 		Params: &sdk.CallToolParamsRaw{Name: name, Arguments: args, Meta: meta, InputResponses: inputs, RequestState: state},
 		Extra:  &sdk.RequestExtra{Header: r.Header}}
-	res, err := s.handler(name, hasOutput)(ctx, req)
+	var res *sdk.CallToolResult
+	if caps := req.ClientCapabilities(); state == "" && (caps == nil || caps.Elicitation == nil && caps.Sampling == nil) {
+		// A client that can be asked nothing: its call cannot wait
+		// between rounds (what it would ask ends as a question nobody
+		// can answer, as in rounds), so it runs here, on the request's
+		// goroutine, without the rounds' own.
+		res = s.run(ctx, ws.ss, req, name, hasOutput, caps, ws.ss)
+	} else {
+		res, err = s.handler(name, hasOutput)(ctx, req)
+	}
 	var body []byte
 	if err == nil && res == nil {
 		res = &sdk.CallToolResult{}
