@@ -16,6 +16,7 @@ import (
 	"github.com/lathe-tools/lathe/audit"
 	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/server"
+	"github.com/lathe-tools/lathe/server/web"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -90,7 +91,9 @@ func newServeCmd(g *globals) *cobra.Command {
 			}
 			// The faces served beside MCP on the listener, by pattern;
 			// the API adds itself at /api/.
-			mounts := map[string]http.Handler{}
+			// The page holds no data: it reads everything from the API,
+			// which authenticates each request.
+			mounts := map[string]http.Handler{"/": web.Handler()}
 			st, err := face.serve(ctx, g, w, srv, token, mounts)
 			if err != nil {
 				return err
@@ -166,6 +169,7 @@ func serveHTTP(ctx context.Context, g *globals, ln net.Listener, h http.Handler,
 		fmt.Fprintf(g.streams.Err, "lathe: serving MCP at unix:%s (path %s)\n", ln.Addr(), server.Path)
 	} else {
 		fmt.Fprintf(g.streams.Err, "lathe: serving MCP at http://%s%s\n", ln.Addr(), server.Path)
+		fmt.Fprintf(g.streams.Err, "lathe: the web page is at http://%s/\n", ln.Addr())
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
