@@ -36,7 +36,9 @@ func newServeCmd(g *globals) *cobra.Command {
 			"it too): --token, else $" + TokenEnv + ", else the workspace's token, made the first time and kept in\n" +
 			"a file only you can read ($XDG_STATE_HOME/lathe/tokens); it is printed on standard error.\n" +
 			"--http unix:PATH serves on a Unix socket only you can open, without a token. Requests from other\n" +
-			"web origins are refused.",
+			"web origins are refused.\n\n" +
+			"With --http it also serves the HTTP API at /api/ (docs/http.md): the tools, live calls, approvals\n" +
+			"a client cannot answer itself, the audit log, grants, a reload, and the engine's events.",
 		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Over stdio there is nothing to authenticate: a token given

@@ -737,3 +737,29 @@ func TestEventStreamsAreCapped(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyMustBeDeclaredJSON: a body sent as a form, as text/plain or with
+// no type (what a page of another site can send without asking first) is
+// refused before anything runs, even with valid credentials.
+func TestBodyMustBeDeclaredJSON(t *testing.T) {
+	f := newFixture(t)
+	c := f.login(t)
+	for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
+		req, _ := http.NewRequest("POST", f.srv.URL+"/api/calls", strings.NewReader(`{"tool":"echo","arguments":{"text":"x"}}`))
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		req.Header.Set(httpapi.CSRFHeader, c.csrf)
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 415 {
+			t.Errorf("Content-Type %q: %d, want 415", ct, resp.StatusCode)
+		}
+	}
+	if f.echos.Load() != 0 {
+		t.Errorf("echo ran for a body not declared JSON")
+	}
+}
