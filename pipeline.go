@@ -32,6 +32,7 @@ type Invocation struct {
 
 	entry *entry
 	trace *callTrace // nil while nobody listens to call events
+	watch func(Event) // the stage events' observers (Observe); nil for none
 	ops   opLog      // the host operations of its run (RecordOperation)
 	// timeout is the engine's default, for a tool without a timeout of its own.
 	timeout time.Duration
