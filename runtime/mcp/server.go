@@ -665,10 +665,12 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 		sendCtx, done = createContext(callCtx)
 		defer done()
 	}
+	endTrace := traceCall(callCtx, params, s.cfg.Name)
 	res, err := sess.cs.CallTool(sendCtx, params)
 	if err == nil && asTask {
 		res, err = s.awaitTask(callCtx, sess, res)
 	}
+	endTrace(err)
 	answered = callCtx.Err() == nil
 	// The log and progress messages sent before the answer reach the call
 	// before it ends (logging.go).
