@@ -65,6 +65,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			g.trust = trustRefuse
 			g.hooks = tool.Hooks{}
 			g.longLived = true
+			g.metrics = ln != nil
 			w, err := g.openWorkspace(cmd.Context())
 			if err != nil {
 				return err
@@ -79,7 +80,11 @@ func newServeCmd(g *globals) *cobra.Command {
 			if ln == nil {
 				return srv.ServeStdio(ctx, g.streams.In, g.streams.Out)
 			}
-			return serveHTTP(ctx, g, ln, srv.Handler(server.HTTPOptions{Token: token}), srv.Close)
+			hopts := server.HTTPOptions{Token: token, Mounts: map[string]http.Handler{}}
+			if m := g.metricsMount(token); m != nil {
+				hopts.Mounts["/metrics"] = m
+			}
+			return serveHTTP(ctx, g, ln, srv.Handler(hopts), srv.Close)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "serve over streamable HTTP on `ADDR` (HOST:PORT, or unix:PATH) instead of stdio")
