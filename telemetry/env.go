@@ -24,9 +24,6 @@ import (
 
 // Config configures [FromEnvironment].
 type Config struct {
-	// Arguments, Results and MaxBytes are those of [Options].
-	Arguments, Results bool
-	MaxBytes           int
 	// Prometheus asks for a handler that serves the metrics in Prometheus's
 	// text format ([Setup].Metrics), as lathe serve --http does at /metrics.
 	Prometheus bool
@@ -43,10 +40,11 @@ type Config struct {
 // Setup is the telemetry [FromEnvironment] made, and what to shut down
 // when the program ends.
 type Setup struct {
-	// Telemetry is nil when there is nothing to trace or measure for (no
-	// exporter and no Prometheus handler): an engine then needs none of
-	// its stages, and pays nothing for them.
-	Telemetry *Telemetry
+	// TracerProvider and MeterProvider are those [Setup.New] uses: the
+	// SDK's, feeding the exporters, or no-ops where nothing is exported;
+	// nil when nothing is traced or measured at all.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 	// Metrics serves the metrics in Prometheus's text format; nil unless
 	// [Config].Prometheus. It authenticates nobody: mount it behind
 	// whatever guards the listener (server.RequireToken).
@@ -56,6 +54,22 @@ type Setup struct {
 	Traces, MetricsExported bool
 
 	shutdown []func(context.Context) error
+}
+
+// Enabled reports whether anything is traced or measured: an exporter, or
+// a Prometheus handler. When not, an engine needs none of telemetry's
+// stages, and pays nothing for them.
+func (s *Setup) Enabled() bool { return s.TracerProvider != nil }
+
+// New returns telemetry with opts that traces and measures with s's
+// providers (those of opts are ignored); nil when nothing is traced or
+// measured ([Setup.Enabled]).
+func (s *Setup) New(opts Options) (*Telemetry, error) {
+	if !s.Enabled() {
+		return nil, nil
+	}
+	opts.TracerProvider, opts.MeterProvider = s.TracerProvider, s.MeterProvider
+	return New(opts)
 }
 
 // Shutdown flushes what is still to be exported and stops the exporters;
@@ -107,7 +121,6 @@ func FromEnvironment(ctx context.Context, c Config) (*Setup, error) {
 	if err != nil && res == nil {
 		return nil, fmt.Errorf("telemetry: resource: %w", err)
 	}
-	opts := Options{Arguments: c.Arguments, Results: c.Results, MaxBytes: c.MaxBytes}
 	fail := func(err error) (*Setup, error) {
 		_ = s.Shutdown(context.WithoutCancel(ctx))
 		return nil, err
@@ -124,10 +137,10 @@ func FromEnvironment(ctx context.Context, c Config) (*Setup, error) {
 		}
 		tp := sdktrace.NewTracerProvider(topts...)
 		s.shutdown = append(s.shutdown, tp.Shutdown)
-		opts.TracerProvider = tp
+		s.TracerProvider = tp
 		s.Traces = true
 	} else {
-		opts.TracerProvider = noopTracerProvider()
+		s.TracerProvider = noopTracerProvider()
 	}
 	var readers []sdkmetric.Option
 	if metrics {
@@ -149,15 +162,10 @@ func FromEnvironment(ctx context.Context, c Config) (*Setup, error) {
 	if len(readers) > 0 {
 		mp := sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
 		s.shutdown = append(s.shutdown, mp.Shutdown)
-		opts.MeterProvider = mp
+		s.MeterProvider = mp
 	} else {
-		opts.MeterProvider = noopMeterProvider()
+		s.MeterProvider = noopMeterProvider()
 	}
-	t, err := New(opts)
-	if err != nil {
-		return fail(err)
-	}
-	s.Telemetry = t
 	return s, nil
 }
 

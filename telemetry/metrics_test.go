@@ -47,14 +47,18 @@ func TestPrometheusMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Shutdown(context.Background())
-	if s.Metrics == nil || s.Telemetry == nil {
+	if s.Metrics == nil {
 		t.Fatal("no Prometheus handler")
+	}
+	tel, err := s.New(telemetry.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
 	p := &policy.Policy{Rules: []policy.Rule{{Tool: "asked", Approval: policy.Ask}, {Tool: "refused", Approval: policy.Deny}}}
 	approver := policy.ApproverFunc(func(context.Context, *policy.Request) (policy.Answer, error) {
 		return policy.Answer{Verdict: policy.Refuse}, nil
 	})
-	outer, inner := s.Telemetry.Stages(nil, []lathe.Middleware{policy.Middleware(p, policy.Options{Approver: approver})})
+	outer, inner := tel.Stages(nil, []lathe.Middleware{policy.Middleware(p, policy.Options{Approver: approver})})
 	e := lathe.New(lathe.Options{Outer: outer, Middleware: inner})
 	defer e.Close()
 	for _, n := range []string{"ok", "asked", "refused"} {

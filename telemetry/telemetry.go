@@ -13,7 +13,7 @@
 //
 // [FromEnvironment] builds the providers as the OTEL_* environment variables
 // say (OTLP export, samplers), and a Prometheus handler for /metrics when
-// asked, as lathe serve does.
+// asked, as lathe serve does; [Setup.New] makes telemetry with them.
 //
 // What leaves: the names of tools, calls' ids and sessions, outcomes, error
 // kinds, policy decisions and approvals, durations, and the kinds of the
@@ -29,6 +29,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -38,6 +39,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/tool"
@@ -82,6 +84,10 @@ type Telemetry struct {
 	callDuration     metric.Float64Histogram
 	approvalDuration metric.Float64Histogram
 	upstreamDuration metric.Float64Histogram
+	sets             seriesSets
+	// untraced says the tracer provider is OpenTelemetry's no-op one: no
+	// span is started at all, which saves even the no-op's allocations.
+	untraced bool
 }
 
 // Attribute keys: the semantic conventions' where they have one, lathe's
@@ -138,6 +144,10 @@ func New(opts Options) (*Telemetry, error) {
 		opts.MaxBytes = DefaultMaxBytes
 	}
 	t := &Telemetry{opts: opts, tracer: opts.TracerProvider.Tracer(ScopeName)}
+	switch opts.TracerProvider.(type) {
+	case tracenoop.TracerProvider, *tracenoop.TracerProvider:
+		t.untraced = true
+	}
 	m := opts.MeterProvider.Meter(ScopeName)
 	var err, e error
 	// Buckets in seconds, from a builtin's microseconds to a person's
@@ -166,7 +176,13 @@ func New(opts Options) (*Telemetry, error) {
 // from the load package's Options.Stages.
 func (t *Telemetry) Stages(outer, inner []lathe.Middleware) ([]lathe.Middleware, []lathe.Middleware) {
 	o := append([]lathe.Middleware{t.callStage}, outer...)
-	i := append(append([]lathe.Middleware{t.policyStage}, inner...), t.runStage)
+	var i []lathe.Middleware
+	if len(inner) > 0 {
+		// With no policy there is no decision to time: the run's stage
+		// counts the call as allowed.
+		i = append(i, t.policyStage)
+	}
+	i = append(append(i, inner...), t.runStage)
 	return o, i
 }
 
@@ -179,6 +195,10 @@ type callState struct {
 	asked    time.Time
 	decision string
 	reached  bool // the policy let the call through to its run
+	// recording says the call's span records: when it does not (a
+	// sampler dropped it, or the providers are no-ops), its children are
+	// not made at all.
+	recording bool
 }
 
 type stateKey struct{}
@@ -194,68 +214,120 @@ func (t *Telemetry) callStage(next lathe.Handler) lathe.Handler {
 			// A client's trace context makes the call its child, unless
 			// the call is already within a span of this process (a call
 			// that a tool made).
-			if !trace.SpanContextFromContext(ctx).IsValid() && in.Trace.Parent != "" {
+			if in.Trace.Parent != "" && !trace.SpanContextFromContext(ctx).IsValid() {
 				c := traceCarrier(in.Trace)
 				ctx = t.prop.Extract(ctx, &c)
 			}
 		}
-		name := inv.Call.Name
-		attrs := []attribute.KeyValue{
-			keyOperation.String("execute_tool"),
-			keyToolName.String(clip(name, 256)),
+		measuring := t.callDuration.Enabled(ctx)
+		if t.untraced && !measuring {
+			// Nobody would see what the stages find out: the call runs as
+			// if they were not there.
+			return next(ctx, inv)
 		}
-		if inv.Call.ID != "" {
-			attrs = append(attrs, keyToolCallID.String(clip(inv.Call.ID, 256)))
+		name := clip(inv.Call.Name, 256)
+		sctx, span := ctx, trace.SpanFromContext(context.Background()) // a no-op span
+		if !t.untraced {
+			sctx, span = t.tracer.Start(ctx, "execute_tool "+name, trace.WithSpanKind(kind), trace.WithTimestamp(start))
 		}
-		if inbound && in.Method != "" {
-			attrs = append(attrs, keyMCPMethod.String(in.Method))
+		st := &callState{span: span, ctx: sctx, decision: DecisionNone, recording: span.IsRecording()}
+		if !st.recording && !measuring {
+			span.End()
+			return next(ctx, inv)
 		}
-		if s := lathe.SessionFrom(ctx); s != "" {
-			attrs = append(attrs, keyMCPSession.String(clip(s, 256)))
+		if st.recording {
+			attrs := []attribute.KeyValue{keyOperation.String("execute_tool"), keyToolName.String(name)}
+			if inv.Call.ID != "" {
+				attrs = append(attrs, keyToolCallID.String(clip(inv.Call.ID, 256)))
+			}
+			if inbound && in.Method != "" {
+				attrs = append(attrs, keyMCPMethod.String(in.Method))
+			}
+			if s := lathe.SessionFrom(ctx); s != "" {
+				attrs = append(attrs, keyMCPSession.String(clip(s, 256)))
+			}
+			if t.opts.Arguments && len(inv.Call.Arguments) > 0 {
+				attrs = append(attrs, keyToolArgs.String(clip(string(inv.Call.Arguments), t.opts.MaxBytes)))
+			}
+			span.SetAttributes(attrs...)
 		}
-		if t.opts.Arguments && len(inv.Call.Arguments) > 0 {
-			attrs = append(attrs, keyToolArgs.String(clip(string(inv.Call.Arguments), t.opts.MaxBytes)))
-		}
-		ctx, span := t.tracer.Start(ctx, "execute_tool "+clip(name, 256), trace.WithSpanKind(kind),
-			trace.WithAttributes(attrs...), trace.WithTimestamp(start))
-		st := &callState{span: span, ctx: ctx, decision: DecisionNone}
 		inv.Observe(st.observe(t, inv))
-		out, err := next(context.WithValue(ctx, stateKey{}, st), inv)
+		out, err := next(context.WithValue(sctx, stateKey{}, st), inv)
 
 		outcome := outcomeOf(out, err)
 		end := time.Now()
+		failed := outcome != lathe.OutcomeOK && outcome != lathe.OutcomeQuestion
 		// The state is read after next returned: the stages that wrote it
 		// ran on this goroutine, or ended before their call returned.
-		if st.approval != nil {
-			st.approval.End(trace.WithTimestamp(end))
-		}
-		if st.policy != nil {
-			st.policy.End(trace.WithTimestamp(end))
-		}
-		span.SetAttributes(keyOutcome.String(outcome), keyDecision.String(st.decision))
-		if outcome != lathe.OutcomeOK && outcome != lathe.OutcomeQuestion {
-			span.SetAttributes(keyErrorType.String(outcome))
-			span.SetStatus(codes.Error, outcome)
-		}
-		if t.opts.Results && out != nil && out.Result != nil {
-			if b, jerr := json.Marshal(out.Result); jerr == nil {
-				span.SetAttributes(keyToolResult.String(clip(string(b), t.opts.MaxBytes)))
+		if st.recording {
+			if st.approval != nil {
+				st.approval.End(trace.WithTimestamp(end))
+			}
+			if st.policy != nil {
+				st.policy.End(trace.WithTimestamp(end))
+			}
+			span.SetAttributes(keyOutcome.String(outcome), keyDecision.String(st.decision))
+			if failed {
+				span.SetAttributes(keyErrorType.String(outcome))
+				span.SetStatus(codes.Error, outcome)
+			}
+			if t.opts.Results && out != nil && out.Result != nil {
+				if b, jerr := json.Marshal(out.Result); jerr == nil {
+					span.SetAttributes(keyToolResult.String(clip(string(b), t.opts.MaxBytes)))
+				}
 			}
 		}
 		span.End(trace.WithTimestamp(end))
-
-		toolName := unknownTool
-		if inv.Tool != nil {
-			toolName = inv.Tool.Definition.Name
+		if measuring {
+			toolName := unknownTool
+			if inv.Tool != nil {
+				toolName = inv.Tool.Definition.Name
+			}
+			errType := ""
+			if failed {
+				errType = outcome
+			}
+			t.callDuration.Record(context.WithoutCancel(ctx), end.Sub(start).Seconds(),
+				t.sets.get(seriesKey{toolName, outcome, st.decision, errType}))
 		}
-		mattrs := []attribute.KeyValue{keyToolName.String(toolName), keyOutcome.String(outcome),
-			keyDecision.String(st.decision)}
-		if outcome != lathe.OutcomeOK && outcome != lathe.OutcomeQuestion {
-			mattrs = append(mattrs, keyErrorType.String(outcome))
-		}
-		t.callDuration.Record(context.WithoutCancel(ctx), end.Sub(start).Seconds(), metric.WithAttributes(mattrs...))
 		return out, err
 	}
+}
+
+// seriesKey names one series of the calls' metric.
+type seriesKey struct{ tool, outcome, decision, errorType string }
+
+// maxCachedSeries bounds the cache of attribute sets: a process whose tools
+// come and go (upstream servers that change their lists) does not keep the
+// sets of all it ever had.
+const maxCachedSeries = 4096
+
+// seriesSets caches the attribute set of each series: making one sorts and
+// copies its attributes, which would cost each call more than recording.
+type seriesSets struct {
+	mu sync.RWMutex
+	m  map[seriesKey]metric.MeasurementOption
+}
+
+func (s *seriesSets) get(k seriesKey) metric.MeasurementOption {
+	s.mu.RLock()
+	o, ok := s.m[k]
+	s.mu.RUnlock()
+	if ok {
+		return o
+	}
+	attrs := []attribute.KeyValue{keyToolName.String(k.tool), keyOutcome.String(k.outcome), keyDecision.String(k.decision)}
+	if k.errorType != "" {
+		attrs = append(attrs, keyErrorType.String(k.errorType))
+	}
+	o = metric.WithAttributeSet(attribute.NewSet(attrs...))
+	s.mu.Lock()
+	if s.m == nil || len(s.m) >= maxCachedSeries {
+		s.m = map[seriesKey]metric.MeasurementOption{}
+	}
+	s.m[k] = o
+	s.mu.Unlock()
+	return o
 }
 
 // observe returns the call's observer of its stages' events: the approvals
@@ -272,6 +344,9 @@ func (st *callState) observe(t *Telemetry, inv *lathe.Invocation) func(lathe.Eve
 		case lathe.EventApprovalAsked:
 			st.decision = DecisionAsk
 			st.asked = ev.Time
+			if !st.recording {
+				return
+			}
 			parent := st.ctx
 			if st.policy != nil {
 				parent = trace.ContextWithSpan(parent, st.policy)
@@ -285,17 +360,21 @@ func (st *callState) observe(t *Telemetry, inv *lathe.Invocation) func(lathe.Eve
 			if inv.Tool != nil {
 				toolName = inv.Tool.Definition.Name
 			}
-			wait := 0.0
+			var wait float64
 			if st.approval != nil {
 				st.approval.SetAttributes(attrs...)
 				st.approval.End(trace.WithTimestamp(ev.Time))
 				st.approval = nil
-				wait = ev.Time.Sub(st.asked).Seconds()
 			} else if st.policy != nil {
 				// Settled without a wait (a grant, the session's earlier
 				// answer, the person who typed the call): no span of its
 				// own, but the policy's span says how.
 				st.policy.SetAttributes(attrs...)
+			}
+			if st.asked.IsZero() {
+				wait = 0
+			} else {
+				wait = ev.Time.Sub(st.asked).Seconds()
 			}
 			t.approvalDuration.Record(context.WithoutCancel(st.ctx), wait, metric.WithAttributes(
 				keyToolName.String(toolName), keyAnswer.String(ev.Approval.Answer), keyAnsweredBy.String(clip(ev.Approval.By, 64))))
@@ -311,7 +390,9 @@ func (t *Telemetry) policyStage(next lathe.Handler) lathe.Handler {
 		if st == nil {
 			return next(ctx, inv)
 		}
-		_, st.policy = t.tracer.Start(st.ctx, "lathe.policy", trace.WithAttributes(keyToolName.String(inv.Tool.Definition.Name)))
+		if st.recording {
+			_, st.policy = t.tracer.Start(st.ctx, "lathe.policy", trace.WithAttributes(keyToolName.String(inv.Tool.Definition.Name)))
+		}
 		out, err := next(ctx, inv)
 		if !st.reached {
 			if st.decision == DecisionNone {
@@ -346,6 +427,9 @@ func (t *Telemetry) runStage(next lathe.Handler) lathe.Handler {
 			st.policy.SetAttributes(keyDecision.String(st.decision))
 			st.policy.End()
 			st.policy = nil
+		}
+		if !st.recording {
+			return next(ctx, inv)
 		}
 		def := &inv.Tool.Definition
 		_, span := t.tracer.Start(st.ctx, "lathe.run "+def.Name, trace.WithAttributes(

@@ -182,23 +182,27 @@ func exportTo(t *testing.T, c *collector) {
 // traced is an engine with telemetry from the environment, an ask rule
 // for the upstream's tool answered by an approver, and the upstream's
 // tools.
-func traced(t *testing.T, cfg telemetry.Config, up *upstream) (*lathe.Engine, *telemetry.Setup) {
+func traced(t *testing.T, opts telemetry.Options, up *upstream) (*lathe.Engine, *telemetry.Setup) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	setup, err := telemetry.FromEnvironment(ctx, cfg)
+	setup, err := telemetry.FromEnvironment(ctx, telemetry.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if setup.Telemetry == nil {
-		t.Fatal("FromEnvironment made no telemetry though an OTLP endpoint is set")
+	if !setup.Traces {
+		t.Fatal("FromEnvironment exports no spans though an OTLP endpoint is set")
+	}
+	tel, err := setup.New(opts)
+	if err != nil {
+		t.Fatal(err)
 	}
 	p := &policy.Policy{Rules: []policy.Rule{{Tool: "up__echo", Approval: policy.Ask}}}
 	approver := policy.ApproverFunc(func(context.Context, *policy.Request) (policy.Answer, error) {
 		time.Sleep(5 * time.Millisecond)
 		return policy.Answer{Verdict: policy.AllowOnce}, nil
 	})
-	outer, inner := setup.Telemetry.Stages(nil, []lathe.Middleware{policy.Middleware(p, policy.Options{Approver: approver})})
+	outer, inner := tel.Stages(nil, []lathe.Middleware{policy.Middleware(p, policy.Options{Approver: approver})})
 	e := lathe.New(lathe.Options{Outer: outer, Middleware: inner})
 	t.Cleanup(func() { e.Close() })
 	if up != nil {
@@ -262,7 +266,7 @@ func TestSpansAcrossMCPHop(t *testing.T) {
 	c := newCollector(t)
 	exportTo(t, c)
 	up := newUpstream(t)
-	e, setup := traced(t, telemetry.Config{}, up)
+	e, setup := traced(t, telemetry.Options{}, up)
 
 	res := clientCall(t, e, "up__echo", "00-"+clientTrace+"-"+clientSpan+"-01", map[string]any{"text": secretArg})
 	if res.IsError || len(res.Content) == 0 || res.Content[0].(*sdk.TextContent).Text != secretResult {
@@ -337,7 +341,7 @@ func TestRecordedWhenAsked(t *testing.T) {
 	c := newCollector(t)
 	exportTo(t, c)
 	up := newUpstream(t)
-	e, setup := traced(t, telemetry.Config{Arguments: true, Results: true}, up)
+	e, setup := traced(t, telemetry.Options{Arguments: true, Results: true}, up)
 	clientCall(t, e, "up__echo", "", map[string]any{"text": secretArg})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -361,7 +365,7 @@ func TestRecordedWhenAsked(t *testing.T) {
 func TestErrorType(t *testing.T) {
 	c := newCollector(t)
 	exportTo(t, c)
-	e, setup := traced(t, telemetry.Config{}, nil)
+	e, setup := traced(t, telemetry.Options{}, nil)
 	ctx := context.Background()
 	e.Call(ctx, &tool.Call{Name: "fail"})
 	e.Call(ctx, &tool.Call{Name: "no_such_tool"})
@@ -394,7 +398,7 @@ func TestNothingExportedWhenUnset(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", env, err)
 		}
-		if s.Telemetry != nil || s.Traces || s.MetricsExported {
+		if s.Enabled() || s.Traces || s.MetricsExported {
 			t.Errorf("%v: telemetry set up (traces %v, metrics %v)", env, s.Traces, s.MetricsExported)
 		}
 	}
