@@ -72,6 +72,10 @@ type Options struct {
 	// MaxBytes caps each recorded argument or result; zero means
 	// [DefaultMaxBytes].
 	MaxBytes int
+	// Sandbox, if set, names the sandbox profile a tool's run is confined
+	// by ("standard", "hardened" …; "" for none), for the run span's
+	// lathe.sandbox.profile.
+	Sandbox func(def *tool.Definition) string
 }
 
 // Telemetry traces and measures the calls of the engines whose pipelines
@@ -104,6 +108,7 @@ const (
 	keyOutcome    = attribute.Key("lathe.outcome")
 	keyDecision   = attribute.Key("lathe.decision")
 	keyRuntime    = attribute.Key("lathe.runtime")
+	keySandbox    = attribute.Key("lathe.sandbox.profile")
 	keyRule       = attribute.Key("lathe.policy.rule")
 	keyAnswer     = attribute.Key("lathe.approval.answer")
 	keyAnsweredBy = attribute.Key("lathe.approval.by")
@@ -432,8 +437,13 @@ func (t *Telemetry) runStage(next lathe.Handler) lathe.Handler {
 			return next(ctx, inv)
 		}
 		def := &inv.Tool.Definition
-		_, span := t.tracer.Start(st.ctx, "lathe.run "+def.Name, trace.WithAttributes(
-			keyToolName.String(def.Name), keyRuntime.String(def.Runtime)))
+		attrs := []attribute.KeyValue{keyToolName.String(def.Name), keyRuntime.String(def.Runtime)}
+		if t.opts.Sandbox != nil {
+			if p := t.opts.Sandbox(def); p != "" {
+				attrs = append(attrs, keySandbox.String(p))
+			}
+		}
+		_, span := t.tracer.Start(st.ctx, "lathe.run "+def.Name, trace.WithAttributes(attrs...))
 		// The run's context is the caller's, with the run's span for the
 		// requests the runtime makes (lathe.Outbound).
 		ctx = trace.ContextWithSpan(ctx, span)

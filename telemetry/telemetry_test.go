@@ -361,11 +361,18 @@ func TestRecordedWhenAsked(t *testing.T) {
 }
 
 // TestErrorType: a failed call's span names lathe's error kind, for a
-// tool's own failure, a policy's refusal and an unknown tool.
+// tool's own failure and an unknown tool; the run's span names the sandbox
+// profile the run was confined by.
 func TestErrorType(t *testing.T) {
 	c := newCollector(t)
 	exportTo(t, c)
-	e, setup := traced(t, telemetry.Options{}, nil)
+	sandbox := func(def *tool.Definition) string {
+		if def.Name == "fail" {
+			return "standard"
+		}
+		return ""
+	}
+	e, setup := traced(t, telemetry.Options{Sandbox: sandbox}, nil)
 	ctx := context.Background()
 	e.Call(ctx, &tool.Call{Name: "fail"})
 	e.Call(ctx, &tool.Call{Name: "no_such_tool"})
@@ -380,6 +387,10 @@ func TestErrorType(t *testing.T) {
 	if f.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR {
 		t.Errorf("failed call's status %v, want error", f.Status)
 	}
+	run := c.span(t, "lathe.run fail")
+	wantParent(t, run, f)
+	wantAttr(t, run, "lathe.sandbox.profile", "standard")
+	wantAttr(t, run, "error.type", "tool_error")
 	u := c.span(t, "execute_tool no_such_tool")
 	wantAttr(t, u, "error.type", "unknown_tool")
 	wantAttr(t, u, "lathe.decision", "none")
@@ -401,5 +412,27 @@ func TestNothingExportedWhenUnset(t *testing.T) {
 		if s.Enabled() || s.Traces || s.MetricsExported {
 			t.Errorf("%v: telemetry set up (traces %v, metrics %v)", env, s.Traces, s.MetricsExported)
 		}
+	}
+}
+
+// TestUnsampledClientStillTraced: a client that marks its trace context
+// "not sampled" does not hide its calls from lathe's traces; the call
+// stays in the client's trace.
+func TestUnsampledClientStillTraced(t *testing.T) {
+	c := newCollector(t)
+	exportTo(t, c)
+	e, setup := traced(t, telemetry.Options{}, nil)
+	res := clientCall(t, e, "fail", "00-"+clientTrace+"-"+clientSpan+"-00", nil)
+	if !res.IsError {
+		t.Fatalf("the call of fail did not fail: %+v", res)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := setup.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	call := c.span(t, "execute_tool fail")
+	if hex.EncodeToString(call.TraceId) != clientTrace {
+		t.Errorf("call span in trace %x, want the client's %s", call.TraceId, clientTrace)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/lathe-tools/lathe/config"
 	internal "github.com/lathe-tools/lathe/internal/cli"
 	"github.com/lathe-tools/lathe/telemetry"
+	"github.com/lathe-tools/lathe/tool"
 )
 
 func init() { internal.SetTelemetry(newTelemetry) }
@@ -38,9 +39,9 @@ func newTelemetry(ctx context.Context, metrics bool, version string) (internal.T
 
 // Stages makes the telemetry of the configuration's [telemetry] table and
 // puts its stages around the engine's.
-func (t setup) Stages(cfg *config.Config, outer, inner []lathe.Middleware) ([]lathe.Middleware, []lathe.Middleware, error) {
+func (t setup) Stages(cfg *config.Config, profile func(*tool.Definition) string, outer, inner []lathe.Middleware) ([]lathe.Middleware, []lathe.Middleware, error) {
 	tel, err := t.s.New(telemetry.Options{Arguments: cfg.Telemetry.Arguments, Results: cfg.Telemetry.Results,
-		MaxBytes: cfg.Telemetry.MaxBytes})
+		MaxBytes: cfg.Telemetry.MaxBytes, Sandbox: profile})
 	if err != nil {
 		return nil, nil, fmt.Errorf("telemetry: %w", err)
 	}

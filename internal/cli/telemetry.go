@@ -10,6 +10,7 @@ import (
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/server"
+	"github.com/lathe-tools/lathe/tool"
 )
 
 // Telemetry is what the CLI asks of telemetry: stages for the engine, a
@@ -19,8 +20,9 @@ import (
 // provides it with package telemetry, and lathe's own command imports that.
 type Telemetry interface {
 	// Stages puts telemetry's stages around the engine's own, with what
-	// the configuration's [telemetry] table allows spans to carry.
-	Stages(cfg *config.Config, outer, inner []lathe.Middleware) ([]lathe.Middleware, []lathe.Middleware, error)
+	// the configuration's [telemetry] table allows spans to carry;
+	// profile names the sandbox profile a tool runs under ("" for none).
+	Stages(cfg *config.Config, profile func(*tool.Definition) string, outer, inner []lathe.Middleware) ([]lathe.Middleware, []lathe.Middleware, error)
 	// Metrics serves the metrics in Prometheus's text format; nil when
 	// they were not asked for.
 	Metrics() http.Handler
@@ -72,7 +74,14 @@ func (g *globals) telemetryStages(ctx context.Context) (func(*config.Config, []l
 	if g.tel == nil {
 		return nil, nil
 	}
-	return g.tel.Stages, nil
+	t := g.tel
+	return func(cfg *config.Config, outer, inner []lathe.Middleware) ([]lathe.Middleware, []lathe.Middleware, error) {
+		profile := func(def *tool.Definition) string {
+			p, _, _ := profileOf(cfg, *def)
+			return p
+		}
+		return t.Stages(cfg, profile, outer, inner)
+	}, nil
 }
 
 // metricsMount returns the /metrics handler of lathe serve --http, behind
