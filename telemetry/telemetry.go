@@ -228,7 +228,7 @@ func (t *Telemetry) callStage(next lathe.Handler) lathe.Handler {
 		if t.untraced && !measuring {
 			// Nobody would see what the stages find out: the call runs as
 			// if they were not there.
-			return next(ctx, inv)
+			return next(withoutState(ctx), inv)
 		}
 		name := clip(inv.Call.Name, 256)
 		sctx, span := ctx, trace.SpanFromContext(context.Background()) // a no-op span
@@ -238,7 +238,7 @@ func (t *Telemetry) callStage(next lathe.Handler) lathe.Handler {
 		st := &callState{span: span, ctx: sctx, decision: DecisionNone, recording: span.IsRecording()}
 		if !st.recording && !measuring {
 			span.End()
-			return next(ctx, inv)
+			return next(withoutState(ctx), inv)
 		}
 		if st.recording {
 			attrs := []attribute.KeyValue{keyOperation.String("execute_tool"), keyToolName.String(name)}
@@ -297,6 +297,16 @@ func (t *Telemetry) callStage(next lathe.Handler) lathe.Handler {
 		}
 		return out, err
 	}
+}
+
+// withoutState hides the state of an enclosing call (a tool's run that
+// calls another tool) from a call that keeps none, so that its stages do not
+// take the enclosing call's for its own.
+func withoutState(ctx context.Context) context.Context {
+	if st, _ := ctx.Value(stateKey{}).(*callState); st != nil {
+		return context.WithValue(ctx, stateKey{}, (*callState)(nil))
+	}
+	return ctx
 }
 
 // seriesKey names one series of the calls' metric.
