@@ -89,7 +89,9 @@ func (s *Setup) Shutdown(ctx context.Context) error {
 // with it unset, when OTEL_EXPORTER_OTLP_ENDPOINT or
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; metrics likewise with
 // OTEL_METRICS_EXPORTER and OTEL_EXPORTER_OTLP_METRICS_ENDPOINT.
-// OTEL_SDK_DISABLED=true exports nothing. The exporters read the rest
+// OTEL_SDK_DISABLED=true exports nothing. OTEL_METRICS_EXPORTER=prometheus
+// is refused: it would listen without a token ([Config].Prometheus serves
+// the metrics instead). The exporters read the rest
 // (OTEL_EXPORTER_OTLP_PROTOCOL, _HEADERS, _TIMEOUT …; OTEL_TRACES_SAMPLER;
 // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES).
 //
@@ -144,6 +146,14 @@ func FromEnvironment(ctx context.Context, c Config) (*Setup, error) {
 	}
 	var readers []sdkmetric.Option
 	if metrics {
+		// The SDK's own Prometheus exporter would listen on a port of its
+		// own, with no token, for every user of the machine to read.
+		for _, v := range strings.Split(getenv("OTEL_METRICS_EXPORTER"), ",") {
+			if strings.TrimSpace(v) == "prometheus" {
+				return fail(errors.New("telemetry: OTEL_METRICS_EXPORTER=prometheus would serve the metrics without a token on a port of its own; " +
+					"lathe serve --http serves them at /metrics behind its token instead"))
+			}
+		}
 		r, err := autoexport.NewMetricReader(ctx)
 		if err != nil {
 			return fail(fmt.Errorf("telemetry: metrics exporter (OTEL_METRICS_EXPORTER): %w", err))

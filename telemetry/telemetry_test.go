@@ -436,3 +436,14 @@ func TestUnsampledClientStillTraced(t *testing.T) {
 		t.Errorf("call span in trace %x, want the client's %s", call.TraceId, clientTrace)
 	}
 }
+
+// TestPrometheusExporterRefused: the SDK's own Prometheus exporter, which
+// would listen on a port of its own for every local user to read, is
+// refused with a word on what to use instead.
+func TestPrometheusExporterRefused(t *testing.T) {
+	env := map[string]string{"OTEL_METRICS_EXPORTER": "otlp, prometheus"}
+	_, err := telemetry.FromEnvironment(context.Background(), telemetry.Config{Getenv: func(k string) string { return env[k] }})
+	if err == nil || !strings.Contains(err.Error(), "OTEL_METRICS_EXPORTER=prometheus") || !strings.Contains(err.Error(), "/metrics") {
+		t.Fatalf("OTEL_METRICS_EXPORTER=prometheus: err %v, want a refusal naming the variable and /metrics", err)
+	}
+}
