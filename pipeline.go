@@ -31,9 +31,9 @@ type Invocation struct {
 	ArgsChanged bool
 
 	entry *entry
-	trace *callTrace // nil while nobody listens to call events
+	trace *callTrace  // nil while nobody listens to call events
 	watch func(Event) // the stage events' observers (Observe); nil for none
-	ops   opLog      // the host operations of its run (RecordOperation)
+	ops   opLog       // the host operations of its run (RecordOperation)
 	// timeout is the engine's default, for a tool without a timeout of its own.
 	timeout time.Duration
 }
