@@ -67,3 +67,49 @@ func TestNestedUnsampledCall(t *testing.T) {
 		t.Errorf("spans %v, want the outer call's alone", count)
 	}
 }
+
+// TestNestedCallIsNotTheClients: a call a tool makes while serving a
+// client's tools/call is a child of the tool's run, not a second call of
+// the client's.
+func TestNestedCallIsNotTheClients(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	defer tp.Shutdown(context.Background())
+	tel, err := telemetry.New(telemetry.Options{TracerProvider: tp, MeterProvider: metricnoop.NewMeterProvider()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer, inner := tel.Stages(nil, nil)
+	e := lathe.New(lathe.Options{Outer: outer, Middleware: inner})
+	defer e.Close()
+	e.Register(
+		builtin.Must(builtin.Func(tool.Definition{Name: "inner"}, func(context.Context, struct{}) (string, error) { return "in", nil })),
+		builtin.Must(builtin.Func(tool.Definition{Name: "outer"}, func(ctx context.Context, _ struct{}) (string, error) {
+			e.Call(ctx, &tool.Call{Name: "inner"})
+			return "out", nil
+		})))
+	ctx := lathe.WithInbound(context.Background(), lathe.Inbound{Method: "tools/call",
+		Trace: lathe.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}})
+	e.Call(ctx, &tool.Call{Name: "outer"})
+	byName := map[string]tracetest.SpanStub{}
+	for _, s := range spans.GetSpans() {
+		byName[s.Name] = s
+	}
+	o, ok1 := byName["execute_tool outer"]
+	i, ok2 := byName["execute_tool inner"]
+	run, ok3 := byName["lathe.run outer"]
+	if !ok1 || !ok2 || !ok3 {
+		t.Fatalf("spans %v", byName)
+	}
+	if o.SpanKind.String() != "server" || i.SpanKind.String() != "internal" {
+		t.Errorf("kinds: outer %v, inner %v; want server and internal", o.SpanKind, i.SpanKind)
+	}
+	if i.Parent.SpanID() != run.SpanContext.SpanID() {
+		t.Errorf("the inner call's parent is %v, want the outer run %v", i.Parent.SpanID(), run.SpanContext.SpanID())
+	}
+	for _, kv := range i.Attributes {
+		if kv.Key == "mcp.method.name" {
+			t.Errorf("the inner call claims the client's method: %v", kv.Value.Emit())
+		}
+	}
+}

@@ -213,13 +213,16 @@ func (t *Telemetry) callStage(next lathe.Handler) lathe.Handler {
 	return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
 		start := time.Now()
 		in, inbound := lathe.InboundFrom(ctx)
+		if inbound && trace.SpanContextFromContext(ctx).IsValid() {
+			// A call a tool made, within its own call's span: the client's
+			// request was the enclosing call's, not this one's.
+			inbound = false
+		}
 		kind := trace.SpanKindInternal
 		if inbound {
 			kind = trace.SpanKindServer
-			// A client's trace context makes the call its child, unless
-			// the call is already within a span of this process (a call
-			// that a tool made).
-			if in.Trace.Parent != "" && !trace.SpanContextFromContext(ctx).IsValid() {
+			// A client's trace context makes the call its child.
+			if in.Trace.Parent != "" {
 				c := traceCarrier(in.Trace)
 				ctx = t.prop.Extract(ctx, &c)
 			}
