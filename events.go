@@ -115,7 +115,8 @@ type Approval struct {
 	// By names, when answered, who answered: "approver" (the program's own),
 	// "client" (an MCP client's person), "session" (an earlier answer for
 	// the session), "grant" (a stored grant), the person who typed the call
-	// (such as "cli"), or "nobody" when there was no one to ask.
+	// (such as "cli"), "remote" (someone elsewhere, through the policy's
+	// fallback approver), or "nobody" when there was no one to ask.
 	By string
 }
 
@@ -493,6 +494,16 @@ func (e *Engine) traceUnrun(ctx context.Context, c *tool.Call, out *tool.Outcome
 		e.startTrace(ctx, c).finish(out, nil)
 	}
 	return out
+}
+
+// Seq is the number of inv's call in its engine, the one its events carry
+// ([Event].Call), so that a stage can name the call as subscribers know
+// it; 0 for a call that started while nobody listened to call events.
+func (inv *Invocation) Seq() uint64 {
+	if inv.trace == nil {
+		return 0
+	}
+	return inv.trace.call
 }
 
 // Emit publishes ev as an event of inv's call: how a stage reports what the

@@ -69,7 +69,8 @@ func (c *Config) Split() (*Config, []Widening) {
 		}
 		return enable != nil && !*enable
 	}
-	n.Defaults, n.Batch = c.Defaults, c.Batch
+	// How long a call waits for a person widens nothing: it applies untrusted.
+	n.Defaults, n.Batch, n.Serve = c.Defaults, c.Batch, c.Serve
 
 	for _, name := range slices.Sorted(maps.Keys(c.Tools)) {
 		t := c.Tools[name]

@@ -66,6 +66,7 @@ import (
 	"sync"
 
 	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/audit"
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/policy"
@@ -90,6 +91,11 @@ type Options struct {
 	// Approver answers the calls the policy says to ask about. Nil means
 	// there is no one to ask, and ask means deny.
 	Approver policy.Approver
+	// Fallback answers, in place of a caller that cannot (no approver,
+	// no elicitation), while the call waits: [policy.Options].Fallback.
+	Fallback policy.Approver
+	// Middleware are stages of one's own, run before the policy's.
+	Middleware []lathe.Middleware
 	// Hooks answer what an upstream MCP server asks (elicitation,
 	// sampling) and hear its progress, when the call that caused it brings
 	// no hooks of its own. The zero value answers no question.
@@ -343,6 +349,15 @@ func (w *Workspace) Close() error {
 		errs = append(errs, w.store.close())
 	}
 	return errors.Join(errs...)
+}
+
+// Audit returns the workspace's audit log, opening it at its first use;
+// an error when the configuration keeps none ([audit] enable = false).
+func (w *Workspace) Audit() (*audit.Store, error) {
+	if w.store == nil {
+		return nil, errors.New("the configuration keeps no audit log ([audit] enable = false)")
+	}
+	return w.store.get()
 }
 
 // AuditPath returns the audit database the configuration names, whether

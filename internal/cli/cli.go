@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/policy"
 	"github.com/lathe-tools/lathe/tool"
@@ -85,6 +86,11 @@ type globals struct {
 	// approver is asked when the policy says ask (see policy.go); nil
 	// means there is no one to ask, and ask means deny.
 	approver policy.Approver
+	// fallback answers when the caller of a call cannot (lathe serve
+	// --http: a person at the HTTP API), and middleware are stages run
+	// before the policy (see serve.go).
+	fallback   policy.Approver
+	middleware []lathe.Middleware
 	// hooks answer what an upstream server asks when the call brings no
 	// hooks of its own: on a terminal, the person (see mcp.go).
 	hooks tool.Hooks

@@ -50,6 +50,8 @@ func (g *globals) openWorkspace(ctx context.Context) (*load.Workspace, error) {
 	opts := g.loadOptions(g.trust)
 	opts.Tools = g.extra
 	opts.Approver = g.approver
+	opts.Fallback = g.fallback
+	opts.Middleware = g.middleware
 	opts.Hooks = g.hooks
 	opts.Logger = g.logger()
 	opts.Need = g.need

@@ -16,6 +16,7 @@ import (
 	"github.com/lathe-tools/lathe/audit"
 	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/server"
+	"github.com/lathe-tools/lathe/server/web"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -66,6 +67,13 @@ func newServeCmd(g *globals) *cobra.Command {
 			g.hooks = tool.Hooks{}
 			g.longLived = true
 			g.metrics = ln != nil
+			// Over HTTP a person can answer from the API (or its page)
+			// what a client cannot; the queue and the live calls are made
+			// once the configuration is read, before any call comes.
+			var face *apiFace
+			if ln != nil {
+				face = g.prepareAPI()
+			}
 			w, err := g.openWorkspace(cmd.Context())
 			if err != nil {
 				return err
@@ -80,11 +88,20 @@ func newServeCmd(g *globals) *cobra.Command {
 			if ln == nil {
 				return srv.ServeStdio(ctx, g.streams.In, g.streams.Out)
 			}
-			hopts := server.HTTPOptions{Token: token, Mounts: map[string]http.Handler{}}
+			// The faces served beside MCP on the listener, by pattern;
+			// the API adds itself at /api/.
+			// The page holds no data: it reads everything from the API,
+			// which authenticates each request.
+			mounts := map[string]http.Handler{"/": web.Handler()}
 			if m := g.metricsMount(token); m != nil {
-				hopts.Mounts["/metrics"] = m
+				mounts["/metrics"] = m
 			}
-			return serveHTTP(ctx, g, ln, srv.Handler(hopts), srv.Close)
+			st, err := face.serve(ctx, g, w, srv, token, mounts)
+			if err != nil {
+				return err
+			}
+			defer st.close()
+			return serveHTTP(ctx, g, ln, st, st.end)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "serve over streamable HTTP on `ADDR` (HOST:PORT, or unix:PATH) instead of stdio")
@@ -154,6 +171,7 @@ func serveHTTP(ctx context.Context, g *globals, ln net.Listener, h http.Handler,
 		fmt.Fprintf(g.streams.Err, "lathe: serving MCP at unix:%s (path %s)\n", ln.Addr(), server.Path)
 	} else {
 		fmt.Fprintf(g.streams.Err, "lathe: serving MCP at http://%s%s\n", ln.Addr(), server.Path)
+		fmt.Fprintf(g.streams.Err, "lathe: the web page is at http://%s/\n", ln.Addr())
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
