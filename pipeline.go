@@ -31,8 +31,9 @@ type Invocation struct {
 	ArgsChanged bool
 
 	entry *entry
-	trace *callTrace // nil while nobody listens to call events
-	ops   opLog      // the host operations of its run (RecordOperation)
+	trace *callTrace  // nil while nobody listens to call events
+	watch func(Event) // the stage events' observers (Observe); nil for none
+	ops   opLog       // the host operations of its run (RecordOperation)
 	// timeout is the engine's default, for a tool without a timeout of its own.
 	timeout time.Duration
 }

@@ -387,6 +387,7 @@ func (s *Server) run(ctx context.Context, ss *sdk.ServerSession, req *sdk.CallTo
 	caps *sdk.ClientCapabilities, to asker) *sdk.CallToolResult {
 	{
 		ctx = tool.WithHooks(ctx, s.hooks(ctx, ss, to, req.Params.GetProgressToken(), caps))
+		ctx = withTrace(ctx, req)
 		// An "allow for the session" a client's person gives holds for that
 		// client alone, not for every client of the server, nor for a later
 		// one, and is forgotten when the session ends.

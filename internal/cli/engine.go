@@ -57,6 +57,11 @@ func (g *globals) openWorkspace(ctx context.Context) (*load.Workspace, error) {
 	opts.Need = g.need
 	opts.LongLived = g.longLived
 	opts.RefreshToolCache = g.refresh
+	stages, err := g.telemetryStages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	opts.Stages = stages
 	w, err := load.Open(ctx, opts)
 	if err != nil {
 		return nil, g.loadError(err)

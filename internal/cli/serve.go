@@ -68,6 +68,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			g.trust = trustRefuse
 			g.hooks = tool.Hooks{}
 			g.longLived = true
+			g.metrics = ln != nil
 			// Over HTTP a person can answer from the API (or its page)
 			// what a client cannot; the queue and the live calls are made
 			// once the configuration is read, before any call comes.
@@ -94,6 +95,9 @@ func newServeCmd(g *globals) *cobra.Command {
 			// The page holds no data: it reads everything from the API,
 			// which authenticates each request.
 			mounts := map[string]http.Handler{"/": web.Handler()}
+			if m := g.metricsMount(token); m != nil {
+				mounts["/metrics"] = m
+			}
 			st, err := face.serve(ctx, g, w, srv, token, mounts)
 			if err != nil {
 				return err
