@@ -70,6 +70,26 @@ type Options struct {
 	// MemoryLimit is the script engine's memory limit in bytes. Zero means
 	// [DefaultMemoryLimit].
 	MemoryLimit int64
+	// Hide, if set, leaves the tools it reports out of run_code's
+	// description, such as the tools the policy denies outright
+	// ([policy.Policy.DeniesOutright]): a tool that can never run is not
+	// offered to the model. A script that calls one anyway gets the
+	// policy's denial, as for any call.
+	Hide func(def tool.Definition) bool
+}
+
+// listed returns the tools of defs that run_code's description lists.
+func (o Options) listed(defs []tool.Definition) []tool.Definition {
+	if o.Hide == nil {
+		return defs
+	}
+	out := defs[:0:0]
+	for _, d := range defs {
+		if !o.Hide(d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func (o Options) withDefaults() Options {
@@ -144,7 +164,7 @@ func New(e *lathe.Engine, opts Options) tool.Tool {
 		Definition: tool.Definition{
 			Name:        Name,
 			Summary:     "Run a TypeScript/JavaScript script that calls tools as async functions; returns its value and console output.",
-			Description: description + "\n" + Listing(e.Tools(), opts.MaxListed),
+			Description: description + "\n" + Listing(opts.listed(e.Tools()), opts.MaxListed),
 			InputSchema: json.RawMessage(inputSchema),
 			Annotations: tool.Annotations{Title: "Run code", DestructiveHint: tool.Bool(true), OpenWorldHint: tool.Bool(true)},
 			Runtime:     RuntimeName,

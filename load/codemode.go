@@ -8,6 +8,7 @@ import (
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/codemode"
 	"github.com/lathe-tools/lathe/config"
+	"github.com/lathe-tools/lathe/policy"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -23,6 +24,7 @@ func registerRunCode(e *lathe.Engine, cfg *config.Config, known map[string]bool)
 	if err != nil {
 		return &ConfigError{err}
 	}
+	opts.Hide = deniedOutright(Policy(cfg))
 	t := codemode.New(e, opts)
 	known[t.Definition.Name] = true
 	if !cfg.Apply(&t) {
@@ -34,11 +36,22 @@ func registerRunCode(e *lathe.Engine, cfg *config.Config, known map[string]bool)
 	return e.Own(closerFunc(codemode.Watch(e, t, opts)))
 }
 
+// deniedOutright reports the tools p denies whatever their arguments,
+// which code mode does not offer to the model.
+func deniedOutright(p *policy.Policy) func(tool.Definition) bool {
+	return func(def tool.Definition) bool {
+		_, denied := p.DeniesOutright(&def)
+		return denied
+	}
+}
+
 // declaration renders a tool for describe_tools as a run_code script calls
-// it, while run_code is registered in e.
-func declaration(e *lathe.Engine) func(tool.Definition) string {
+// it, while run_code is registered in e; a tool the policy denies outright
+// has none, since a script cannot call it.
+func declaration(e *lathe.Engine, cfg *config.Config) func(tool.Definition) string {
+	denied := deniedOutright(Policy(cfg))
 	return func(def tool.Definition) string {
-		if def.Name == codemode.Name {
+		if def.Name == codemode.Name || denied(def) {
 			return ""
 		}
 		if _, ok := e.Lookup(codemode.Name); !ok {
