@@ -75,8 +75,9 @@ func runCodeOptions(name string, t *config.Tool) bool {
 		!t.Shell && t.Runtime == ""
 }
 
-// runCodeConfig reads [tools.run_code.options]: max_calls, max_output_bytes
-// and memory_bytes, each a positive integer. Errors name the table's file
+// runCodeConfig reads [tools.run_code.options]: max_calls,
+// max_concurrent_calls, max_output_bytes and memory_bytes, each a positive
+// integer. Errors name the table's file
 // and line.
 func runCodeConfig(t *config.Tool) (codemode.Options, error) {
 	var opts codemode.Options
@@ -96,9 +97,11 @@ func runCodeConfig(t *config.Tool) (codemode.Options, error) {
 			opts.MaxOutput = int(n)
 		case "memory_bytes":
 			opts.MemoryLimit = n
+		case "max_concurrent_calls":
+			opts.MaxConcurrent = int(n)
 		default:
 			return opts, &config.Error{Pos: t.Pos, Msg: fmt.Sprintf(
-				"tools.run_code.options: unknown key %q (max_calls, max_output_bytes, memory_bytes)", k)}
+				"tools.run_code.options: unknown key %q (max_calls, max_concurrent_calls, max_output_bytes, memory_bytes)", k)}
 		}
 	}
 	return opts, nil
