@@ -32,6 +32,16 @@ counts.sort((a, b) => b.n - a.n || (a.path < b.path ? -1 : 1));
 return counts.slice(0, 3);
 `
 
+// cmScriptAll is cmScript with the reads started together (Promise.all),
+// which run_code runs at once, a few at a time.
+const cmScriptAll = `
+const paths = Array.from({length: 20}, (_, i) => "src/f" + String(i).padStart(2, "0") + ".txt");
+const texts: string[] = await Promise.all(paths.map(path => tools.read_file({path})));
+const counts = paths.map((path, i) => ({path, n: texts[i].split("\n").filter(l => l.includes("TODO")).length}));
+counts.sort((a, b) => b.n - a.n || (a.path < b.path ? -1 : 1));
+return counts.slice(0, 3);
+`
+
 // cmWorkspace writes the task's files: file i holds 200 lines, i*3 of
 // them with a TODO, so that the answer is known.
 func cmWorkspace(b *testing.B) *load.Workspace {
@@ -78,7 +88,8 @@ const cmTop3 = `[{"path":"src/f19.txt","n":57},{"path":"src/f18.txt","n":54},{"p
 // 20 files, count the lines that mention TODO, report the top 3): 20
 // direct read_file calls, whose results all go back to the model, which
 // counts; against one run_code call whose script does the reading and
-// counting and returns only the answer. Both run through the same engine
+// counting and returns only the answer (code-ms; code-all-ms with the reads
+// started together, Promise.all, which run_code runs a few at a time). Both run through the same engine
 // (policy, audit), in alternating rounds. It reports, per task, the calls
 // the model makes (direct-calls, code-calls), the bytes returned to it
 // (direct-bytes, code-bytes), the wall time of each in milliseconds
@@ -113,7 +124,8 @@ func BenchmarkCodeMode(b *testing.B) {
 		return calls, bytes
 	}
 	args, _ := json.Marshal(map[string]string{"code": cmScript})
-	code := func() (calls, bytes int) {
+	argsAll, _ := json.Marshal(map[string]string{"code": cmScriptAll})
+	run := func(args json.RawMessage) (calls, bytes int) {
 		out := e.Call(ctx, &tool.Call{Name: codemode.Name, Arguments: args})
 		if err := out.Err(); err != nil {
 			b.Fatal(err)
@@ -125,7 +137,8 @@ func BenchmarkCodeMode(b *testing.B) {
 		return 1, len(text)
 	}
 	empty, _ := json.Marshal(map[string]string{"code": "return 1"})
-	var dT, cT, eT time.Duration
+	code := func() (calls, bytes int) { return run(args) }
+	var dT, cT, aT, eT time.Duration
 	var dCalls, dBytes, cCalls, cBytes int
 	b.ResetTimer()
 	for b.Loop() {
@@ -135,6 +148,9 @@ func BenchmarkCodeMode(b *testing.B) {
 		start = time.Now()
 		cCalls, cBytes = code()
 		cT += time.Since(start)
+		start = time.Now()
+		run(argsAll)
+		aT += time.Since(start)
 		start = time.Now()
 		if out := e.Call(ctx, &tool.Call{Name: codemode.Name, Arguments: empty}); out.Err() != nil {
 			b.Fatal(out.Err())
@@ -148,6 +164,7 @@ func BenchmarkCodeMode(b *testing.B) {
 	b.ReportMetric(float64(cBytes), "code-bytes")
 	b.ReportMetric(dT.Seconds()*1000/n, "direct-ms")
 	b.ReportMetric(cT.Seconds()*1000/n, "code-ms")
+	b.ReportMetric(aT.Seconds()*1000/n, "code-all-ms")
 	b.ReportMetric(eT.Seconds()*1000/n, "empty-ms")
 	b.ReportMetric(float64(cT)/float64(dT), "code/direct")
 }
