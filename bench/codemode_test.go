@@ -13,6 +13,7 @@ import (
 
 	"github.com/lathe-tools/lathe/codemode"
 	"github.com/lathe-tools/lathe/load"
+	"github.com/lathe-tools/lathe/runtime/builtin"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -167,4 +168,54 @@ func BenchmarkCodeMode(b *testing.B) {
 	b.ReportMetric(aT.Seconds()*1000/n, "code-all-ms")
 	b.ReportMetric(eT.Seconds()*1000/n, "empty-ms")
 	b.ReportMetric(float64(cT)/float64(dT), "code/direct")
+}
+
+// BenchmarkCodeModeWaiting measures what running a script's calls at once
+// is for: a tool that waits (5 ms, as a network or process tool waits on
+// something else) called 8 times by one script, one call after another
+// (seq-ms), and all started together with Promise.all (all-ms), which
+// run_code runs 4 at a time. all/seq is the ratio of the wall times; the
+// floor of the waiting alone is 40 ms one after another, 10 ms four at a
+// time.
+func BenchmarkCodeModeWaiting(b *testing.B) {
+	w := cmWorkspace(b)
+	type in struct{}
+	wait := builtin.Must(builtin.Func(tool.Definition{Name: "wait", Annotations: tool.Annotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ in) (string, error) {
+			select {
+			case <-time.After(5 * time.Millisecond):
+				return "waited", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}))
+	if err := w.Engine.Register(wait); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	run := func(code string) {
+		args, _ := json.Marshal(map[string]string{"code": code})
+		out := w.Engine.Call(ctx, &tool.Call{Name: codemode.Name, Arguments: args})
+		if err := out.Err(); err != nil {
+			b.Fatal(err)
+		}
+		if got := strings.TrimSpace(out.Result.Text()); got != "8" {
+			b.Fatalf("run_code answered %q, want 8", got)
+		}
+	}
+	const seq = `let n = 0; for (let i = 0; i < 8; i++) { await tools.wait({}); n++; } return n;`
+	const all = `const r = await Promise.all(Array.from({length: 8}, () => tools.wait({}))); return r.length;`
+	var sT, aT time.Duration
+	for b.Loop() {
+		start := time.Now()
+		run(seq)
+		sT += time.Since(start)
+		start = time.Now()
+		run(all)
+		aT += time.Since(start)
+	}
+	n := float64(b.N)
+	b.ReportMetric(sT.Seconds()*1000/n, "seq-ms")
+	b.ReportMetric(aT.Seconds()*1000/n, "all-ms")
+	b.ReportMetric(float64(aT)/float64(sT), "all/seq")
 }
