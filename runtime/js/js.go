@@ -4,9 +4,10 @@
 // a hard memory limit and the call's deadline, and with no way out but the
 // host API that [Options].Host answers.
 //
-// Every call gets an engine of its own, made for it and thrown away after
-// it, so nothing one call leaves behind (a changed Object.prototype, a
-// global, a pending promise) reaches the next. [Describe] reads a tool's
+// Every call gets an engine of its own, made for it (ahead of it, while
+// lathe waits for calls) and thrown away after it, so nothing one call
+// leaves behind (a changed Object.prototype, a global, a pending promise)
+// reaches the next. [Describe] reads a tool's
 // definition without calling execute, [New] returns the [Runtime] that runs
 // its calls, and [Eval] runs a script with Go functions bound into it, for
 // code mode.
