@@ -291,7 +291,7 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 	if err := e.Own(root); err != nil {
 		return err
 	}
-	std, err := tools.Standard(w.Dir, tools.Options{Describe: e.Lookup, Declaration: declaration(e), Workspace: root})
+	std, err := tools.Standard(w.Dir, tools.Options{Describe: e.Lookup, Declaration: declaration(e, cfg), Workspace: root})
 	if err != nil {
 		return err
 	}
