@@ -86,8 +86,9 @@ type Record struct {
 	// (past [lathe.MaxOperations]).
 	OperationsDropped int `json:"operations_dropped,omitempty"`
 	// Kind is "" for a call, else [KindResourceRead] or [KindPromptGet]:
-	// then Tool is the URI or the prompt's name, Session the client's
-	// session and Server the upstream server (see [Store.StartAccess]).
+	// then Tool is the URI or the prompt's name and Server the upstream
+	// server (see [Store.StartAccess]). Session is the client's session
+	// ([lathe.WithSession]), of a call or a read.
 	Kind    string `json:"kind,omitempty"`
 	Session string `json:"session,omitempty"`
 	Server  string `json:"server,omitempty"`
@@ -274,8 +275,12 @@ func newWriter(wdb *sql.DB) (*writer, error) {
 		w.close()
 		return nil, err
 	}
+	if err := migrateSearch(ctx, conn); err != nil {
+		w.close()
+		return nil, err
+	}
 	if w.start, err = conn.PrepareContext(ctx,
-		`INSERT INTO calls (call_id, parent, time_ns, tool, arguments, status, args_bytes, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		`INSERT INTO calls (call_id, parent, time_ns, tool, arguments, status, args_bytes, pid, session) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		w.close()
 		return nil, err
 	}
@@ -441,7 +446,8 @@ func (s *Store) Close() error {
 func (s *Store) Start(ctx context.Context, r *Record) (int64, error) {
 	var id int64
 	err := s.do(func(w *writer) error {
-		res, err := w.start.Exec(r.CallID, r.Parent, r.Time.UnixNano(), r.Tool, r.Arguments, StatusStarted, r.ArgsBytes, r.PID)
+		res, err := w.start.Exec(r.CallID, r.Parent, r.Time.UnixNano(), r.Tool, r.Arguments, StatusStarted, r.ArgsBytes, r.PID,
+			r.Session)
 		if err != nil {
 			return err
 		}

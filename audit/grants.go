@@ -244,3 +244,26 @@ func (g *Grants) Revoke(ctx context.Context, toolName string) (bool, error) {
 	}
 	return found, nil
 }
+
+// RevokeCommand removes the grant of toolName for the command line
+// command, or, when command is "", every grant of the tool, as [Grants.Revoke]
+// does; it reports whether there was one.
+func (g *Grants) RevokeCommand(ctx context.Context, toolName, command string) (bool, error) {
+	if command == "" {
+		return g.Revoke(ctx, toolName)
+	}
+	if err := g.checkDirs(); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("audit: %w", err)
+	}
+	err := os.Remove(g.recordPath(toolName, command))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("audit: %w", err)
+	}
+	return true, nil
+}

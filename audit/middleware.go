@@ -26,7 +26,8 @@ func Middleware(s *Store, r *Redactor) lathe.Middleware {
 		return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
 			start := time.Now()
 			rec := &Record{CallID: inv.Call.ID, Parent: parentFrom(ctx), Time: start, Tool: inv.Call.Name,
-				Arguments: r.Redact(inv.Call.Arguments), ArgsBytes: len(inv.Call.Arguments), PID: pid}
+				Arguments: r.Redact(inv.Call.Arguments), ArgsBytes: len(inv.Call.Arguments), PID: pid,
+				Session: lathe.SessionFrom(ctx)}
 			id, err := s.Start(ctx, rec)
 			if err != nil {
 				return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: inv.Call.Name, Stage: "audit",

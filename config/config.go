@@ -38,9 +38,14 @@ type Config struct {
 	Policy Policy `toml:"policy"`
 	// Audit holds the [audit] table: the audit log and grants database.
 	Audit Audit `toml:"audit"`
+	// Serve holds the [serve] table: settings of lathe serve.
+	Serve Serve `toml:"serve"`
 	// Sandbox holds the [sandbox] table: profile, limits and permissions of
 	// process tools (see sandbox.go).
 	Sandbox Sandbox `toml:"sandbox"`
+	// Telemetry holds the [telemetry] table: what OpenTelemetry spans may
+	// carry of a call (see telemetry.go).
+	Telemetry Telemetry `toml:"telemetry"`
 	// ToolsDirs are more directories of JavaScript and TypeScript tools
 	// (tools_dirs, absolute paths or ~/…), beside the workspace's
 	// .lathe/tools and the user's own tools directory.
@@ -60,6 +65,15 @@ type Defaults struct {
 	// MaxOutputBytes caps the output a call may return, in bytes. Zero means
 	// the engine's default.
 	MaxOutputBytes int `toml:"max_output_bytes"`
+}
+
+// Serve is the [serve] table: settings of lathe serve.
+type Serve struct {
+	// ApprovalWait bounds how long a call whose client cannot answer an
+	// approval (no elicitation) waits for an answer from the HTTP API or
+	// its page, as in approval_wait = "2m". Zero means the default of
+	// package approvals; the call's own timeout bounds the wait too.
+	ApprovalWait time.Duration `toml:"approval_wait"`
 }
 
 // Tool is a [tools.NAME] table: overrides for the tool named NAME.

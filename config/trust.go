@@ -69,7 +69,8 @@ func (c *Config) Split() (*Config, []Widening) {
 		}
 		return enable != nil && !*enable
 	}
-	n.Defaults, n.Batch = c.Defaults, c.Batch
+	// How long a call waits for a person widens nothing: it applies untrusted.
+	n.Defaults, n.Batch, n.Serve = c.Defaults, c.Batch, c.Serve
 
 	for _, name := range slices.Sorted(maps.Keys(c.Tools)) {
 		t := c.Tools[name]
@@ -210,6 +211,9 @@ func (c *Config) Split() (*Config, []Widening) {
 	}
 	for _, k := range setKeys(&c.Audit) {
 		add(at("audit", k), "audit."+k, "changes where calls are recorded, or what is")
+	}
+	for _, k := range setKeys(&c.Telemetry) {
+		add(at("telemetry", k), "telemetry."+k, "sends more of the calls (arguments, results) to the telemetry collector")
 	}
 	switch c.Sandbox.Profile {
 	case "", "hardened":

@@ -66,6 +66,7 @@ import (
 	"sync"
 
 	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/audit"
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/host"
 	"github.com/lathe-tools/lathe/policy"
@@ -90,6 +91,11 @@ type Options struct {
 	// Approver answers the calls the policy says to ask about. Nil means
 	// there is no one to ask, and ask means deny.
 	Approver policy.Approver
+	// Fallback answers, in place of a caller that cannot (no approver,
+	// no elicitation), while the call waits: [policy.Options].Fallback.
+	Fallback policy.Approver
+	// Middleware are stages of one's own, run before the policy's.
+	Middleware []lathe.Middleware
 	// Hooks answer what an upstream MCP server asks (elicitation,
 	// sampling) and hear its progress, when the call that caused it brings
 	// no hooks of its own. The zero value answers no question.
@@ -123,6 +129,12 @@ type Options struct {
 	// [DefaultPingInterval], and restarted when they do not answer. A
 	// one-shot command leaves it false and pings nothing.
 	LongLived bool
+	// Stages, if set, is given the configuration and the engine's own
+	// stages, outer (the audit log) and inner (the policy), and returns
+	// those the engine is built with: how a program adds stages of its own
+	// around them, as lathe's CLI adds package telemetry's spans. Nil
+	// builds the engine with lathe's stages alone.
+	Stages func(cfg *config.Config, outer, inner []lathe.Middleware) ([]lathe.Middleware, []lathe.Middleware, error)
 	// RefreshToolCache starts every upstream server to list its tools, as
 	// if none were cached, and caches what they list (lathe list
 	// --refresh).
@@ -251,6 +263,11 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 	if err != nil {
 		return err
 	}
+	if opts.Stages != nil {
+		if outer, inner, err = opts.Stages(cfg, outer, inner); err != nil {
+			return err
+		}
+	}
 	root, err := tools.NewWorkspace(w.Dir)
 	if err != nil {
 		return &WorkspaceError{Dir: w.Dir, Err: err}
@@ -274,7 +291,7 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 	if err := e.Own(root); err != nil {
 		return err
 	}
-	std, err := tools.Standard(w.Dir, tools.Options{Describe: e.Lookup, Declaration: declaration(e), Workspace: root})
+	std, err := tools.Standard(w.Dir, tools.Options{Describe: e.Lookup, Declaration: declaration(e, cfg), Workspace: root})
 	if err != nil {
 		return err
 	}
@@ -332,6 +349,15 @@ func (w *Workspace) Close() error {
 		errs = append(errs, w.store.close())
 	}
 	return errors.Join(errs...)
+}
+
+// Audit returns the workspace's audit log, opening it at its first use;
+// an error when the configuration keeps none ([audit] enable = false).
+func (w *Workspace) Audit() (*audit.Store, error) {
+	if w.store == nil {
+		return nil, errors.New("the configuration keeps no audit log ([audit] enable = false)")
+	}
+	return w.store.get()
 }
 
 // AuditPath returns the audit database the configuration names, whether

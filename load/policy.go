@@ -51,7 +51,7 @@ func (w *Workspace) checkRules(opts *Options, known map[string]bool, leftOut boo
 func (w *Workspace) policyStages(opts *Options) (outer, inner []lathe.Middleware, err error) {
 	cfg := w.Config
 	p := Policy(cfg)
-	po := policy.Options{Approver: opts.Approver, Remedy: Remedy(cfg)}
+	po := policy.Options{Approver: opts.Approver, Fallback: opts.Fallback, Remedy: Remedy(cfg)}
 	if cfg.Audit.Enable == nil || *cfg.Audit.Enable {
 		// Grants are kept in the user's state directory, not in the audit
 		// database: that is a log, which anything writing the workspace
@@ -79,7 +79,8 @@ func (w *Workspace) policyStages(opts *Options) (outer, inner []lathe.Middleware
 			}
 		})
 	}
-	return outer, []lathe.Middleware{policy.Middleware(p, po)}, nil
+	inner = append(slices.Clone(opts.Middleware), policy.Middleware(p, po))
+	return outer, inner, nil
 }
 
 // Policy returns the policy cfg describes: its [[policy.rules]], and the

@@ -23,6 +23,16 @@ type Request struct {
 	Arguments string
 	// Reason says why the policy asks.
 	Reason string
+	// Args are the call's decoded arguments, after coercion and defaults
+	// (a map[string]any for an object): what the call will run with, and
+	// what an approver that binds its answer to the arguments digests.
+	Args any
+	// Seq is the call's number in the engine, as its events carry it
+	// ([lathe.Invocation.Seq]); 0 when nobody listens to call events.
+	Seq uint64
+	// Rule names the rule that asked ("lathe.toml:12"), as the engine's
+	// events do; empty when the tool's annotations asked.
+	Rule string
 	// Operation, when set, is what is asked about: not the call, which
 	// is running, but one host operation it asked for (a rule with an
 	// operation said ask, see [CheckOperation]). Arguments then reads as
@@ -120,9 +130,16 @@ func WithNote(ctx context.Context, note func(Decision)) context.Context {
 type Options struct {
 	// Approver is asked when no approver comes with the call's context
 	// ([WithApprover]). With neither, the call's hooks' Elicit is used
-	// when the caller offers it (an MCP client); with no way to ask at all,
-	// ask means deny.
+	// when the caller offers it (an MCP client); else Fallback; with no
+	// way to ask at all, ask means deny.
 	Approver Approver
+	// Fallback is asked when the call's caller cannot answer: no approver
+	// comes with the call, none is set above, and the caller offers no
+	// elicitation (an MCP client without it, a program calling over
+	// HTTP). It is someone elsewhere — a person at a web page (package
+	// approvals) — so the call waits for the answer, no longer than the
+	// call may run. Its answers are reported as given by "remote".
+	Fallback Approver
 	// Grants stores and finds [AllowAlways] grants; nil keeps none.
 	Grants GrantStore
 	// FormatTimeout bounds a runtime's [tool.ArgumentFormatter]; zero
@@ -277,20 +294,13 @@ func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision
 	if who, ok := ctx.Value(personKey).(string); ok {
 		return Decision{Approval: Allow, By: who, Rule: d.Rule, Reason: "called by a person"}, AllowOnce, false, nil
 	}
-	a, by := opts.Approver, "approver"
-	if ca, ok := ctx.Value(approverKey).(Approver); ok {
-		a = ca
-	}
-	if a == nil {
-		if el := tool.HooksFrom(ctx).Elicit; el != nil {
-			a, by = elicitApprover(el), "client"
-		}
-	}
+	a, by := approverOf(ctx, opts)
 	if a == nil {
 		return Decision{Approval: Deny, By: "nobody", Rule: d.Rule, Default: d.Default,
 			Reason: "the call needs approval (" + d.Reason + ") and there is no one to ask"}, Refuse, true, nil
 	}
-	req := &Request{Tool: &inv.Tool.Definition, Call: inv.Call, Arguments: render(ctx, opts, inv), Reason: d.Reason}
+	req := &Request{Tool: &inv.Tool.Definition, Call: inv.Call, Arguments: render(ctx, opts, inv), Reason: d.Reason,
+		Args: inv.Args, Rule: ruleName(d.Rule), Seq: inv.Seq()}
 	inv.Emit(lathe.Event{Kind: lathe.EventApprovalAsked, Approval: &lathe.Approval{Rule: ruleName(d.Rule), Reason: d.Reason}})
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if t := inv.Timeout(); t > 0 {
@@ -340,6 +350,26 @@ func settle(ctx context.Context, opts Options, inv *lathe.Invocation, d Decision
 		reason += ": " + ans.Reason
 	}
 	return Decision{Approval: Deny, By: by, Rule: d.Rule, Reason: reason}, Refuse, false, nil
+}
+
+// approverOf finds who answers an ask in ctx, and how the answer is
+// reported: the context's approver, else the middleware's, else the
+// caller's own person through an elicitation, else the fallback (someone
+// elsewhere, who answers while the call waits); nil when there is no one.
+func approverOf(ctx context.Context, opts Options) (Approver, string) {
+	if ca, ok := ctx.Value(approverKey).(Approver); ok {
+		return ca, "approver"
+	}
+	if opts.Approver != nil {
+		return opts.Approver, "approver"
+	}
+	if el := tool.HooksFrom(ctx).Elicit; el != nil {
+		return elicitApprover(el), "client"
+	}
+	if opts.Fallback != nil {
+		return opts.Fallback, "remote"
+	}
+	return nil, ""
 }
 
 // ruleName names a rule in the engine's events: where it came from, else

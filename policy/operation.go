@@ -173,20 +173,13 @@ func (s *opScope) settleOperation(ctx context.Context, inv *lathe.Invocation, op
 	if s.sessions.allowed(sid, key) {
 		return Decision{Approval: Allow, By: "session", Rule: d.Rule, Reason: "allowed for this session"}, AllowSession
 	}
-	a, by := s.opts.Approver, "approver"
-	if ca, ok := ctx.Value(approverKey).(Approver); ok {
-		a = ca
-	}
-	if a == nil {
-		if el := tool.HooksFrom(ctx).Elicit; el != nil {
-			a, by = elicitApprover(el), "client"
-		}
-	}
+	a, by := approverOf(ctx, s.opts)
 	if a == nil {
 		return Decision{Approval: Deny, By: "nobody", Rule: d.Rule,
 			Reason: what + " needs approval (" + d.Reason + ") and there is no one to ask"}, Refuse
 	}
-	req := &Request{Tool: def, Call: inv.Call, Arguments: what, Reason: d.Reason, Operation: &op}
+	req := &Request{Tool: def, Call: inv.Call, Arguments: what, Reason: d.Reason, Operation: &op, Args: inv.Args,
+		Rule: ruleName(d.Rule), Seq: inv.Seq()}
 	inv.Emit(lathe.Event{Kind: lathe.EventApprovalAsked, Operation: &lathe.Operation{Kind: op.Kind, Subject: op.Subject},
 		Approval: &lathe.Approval{Rule: ruleName(d.Rule), Reason: d.Reason}})
 	// The wait ends a little before the call's deadline (a tenth of the

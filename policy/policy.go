@@ -152,7 +152,7 @@ type Decision struct {
 	// By names who or what decided: "rule", "source" (a [SourceDefault]),
 	// "default" (the tool's annotations), and, once
 	// [Middleware] has settled an ask, "grant", "session", "person",
-	// "approver", "client" or "nobody" (no way to ask).
+	// "approver", "client", "remote" (a [Options].Fallback) or "nobody" (no way to ask).
 	By string
 	// Rule is the rule that decided, if one did.
 	Rule *Rule

@@ -93,3 +93,54 @@ func TestApprovalEndsWithCancellation(t *testing.T) {
 		t.Fatal("a cancelled call whose approval nobody answers did not end within 10s")
 	}
 }
+
+// TestFallbackAskedOnlyWhenNobodyElseCan: a call whose caller offers an
+// elicitation asks its own person, not the fallback; one whose caller
+// cannot answer asks the fallback, which the answer names as "remote".
+func TestFallbackAskedOnlyWhenNobodyElseCan(t *testing.T) {
+	var fallback, elicited atomic.Int32
+	fb := policy.ApproverFunc(func(context.Context, *policy.Request) (policy.Answer, error) {
+		fallback.Add(1)
+		return policy.Answer{Verdict: policy.AllowOnce}, nil
+	})
+	e := lathe.New(lathe.Options{Middleware: []lathe.Middleware{
+		policy.Middleware(&policy.Policy{}, policy.Options{Fallback: fb})}})
+	t.Cleanup(func() { e.Close() })
+	answered := make(chan string, 2)
+	defer e.Subscribe(func(ev lathe.Event) { answered <- ev.Approval.By }, lathe.EventApprovalAnswered)()
+	wipe := builtin.Must(builtin.Func(tool.Definition{Name: "wipe", Annotations: tool.Annotations{DestructiveHint: tool.Bool(true)}},
+		func(context.Context, struct {
+			Path string `json:"path"`
+		}) (string, error) {
+			return "wiped", nil
+		}))
+	if err := e.Register(wipe); err != nil {
+		t.Fatal(err)
+	}
+	ctx := tool.WithHooks(context.Background(), tool.Hooks{Elicit: func(context.Context, *tool.ElicitRequest) (*tool.ElicitResult, error) {
+		elicited.Add(1)
+		return &tool.ElicitResult{Action: tool.ElicitAccept, Content: map[string]any{"decision": "once"}}, nil
+	}})
+	if out := call(ctx, e, "wipe"); out.Result.IsError {
+		t.Fatal(out.Result.Text())
+	}
+	if elicited.Load() != 1 || fallback.Load() != 0 {
+		t.Errorf("caller with elicitation: elicited %d, fallback %d; want 1, 0", elicited.Load(), fallback.Load())
+	}
+	if out := call(context.Background(), e, "wipe"); out.Result.IsError {
+		t.Fatal(out.Result.Text())
+	}
+	if fallback.Load() != 1 {
+		t.Errorf("caller without elicitation: fallback asked %d times, want 1", fallback.Load())
+	}
+	for _, want := range []string{"client", "remote"} {
+		select {
+		case by := <-answered:
+			if by != want {
+				t.Errorf("answered by %q, want %q", by, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no approval_answered event (by %s) within 5s", want)
+		}
+	}
+}

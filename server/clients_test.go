@@ -40,6 +40,7 @@ func interviewer(t *testing.T, versions ...string) string {
 					req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: 1,
 						Message: "working for " + in.Who})
 				}
+				req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Data: "log about " + in.Who})
 				mu.Lock()
 				if arrived++; arrived == 2 {
 					close(both)
@@ -62,8 +63,14 @@ func interviewer(t *testing.T, versions ...string) string {
 			if r, ok := req.Params.InputResponses["name"].(*sdk.ElicitResult); ok {
 				name = fmt.Sprint(r.Content["name"])
 			}
+			// The SDK fulfils a sampling input request for a client of a
+			// version before 2026-07-28 itself, and answers it with the
+			// result of sampling with tools.
 			model := "?"
-			if r, ok := req.Params.InputResponses["model"].(*sdk.CreateMessageResult); ok {
+			switch r := req.Params.InputResponses["model"].(type) {
+			case *sdk.CreateMessageResult:
+				model = r.Model
+			case *sdk.CreateMessageWithToolsResult:
 				model = r.Model
 			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{
@@ -114,6 +121,9 @@ func interviewee(t *testing.T, url, name string) (*sdk.ClientSession, *seen) {
 		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
 			s.add(&s.progress, r.Params.Message)
 		},
+		LoggingMessageHandler: func(_ context.Context, r *sdk.LoggingMessageRequest) {
+			s.add(&s.texts, fmt.Sprint(r.Params.Data))
+		},
 	})
 	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url, MaxRetries: -1,
 		HTTPClient: &http.Client{Transport: bearerRT("t")}}, nil)
@@ -121,6 +131,9 @@ func interviewee(t *testing.T, url, name string) (*sdk.ClientSession, *seen) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bounded(t, "closing "+name+"'s client", func() { cs.Close() }) })
+	if err := cs.SetLoggingLevel(context.Background(), &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
 	return cs, s
 }
 
@@ -130,8 +143,11 @@ func interviewee(t *testing.T, url, name string) (*sdk.ClientSession, *seen) {
 // own call caused, and its answers reach its own call: neither client's
 // person sees the other's secret, and no client's answer decides the
 // other's call. Under a protocol version that names the call a request is
-// for, both calls are answered; under one that does not, a request lathe
-// cannot place is refused rather than guessed.
+// for, both calls are answered; under one that does not, over streamable
+// HTTP, the server sends each call's requests on the stream of that call,
+// which names it: both calls are answered too. (Over stdio nothing names
+// the call: a request lathe cannot place is refused rather than guessed;
+// see TestCallerAfterAnotherSessionsCall.)
 func TestEachClientGetsItsOwnQuestions(t *testing.T) {
 	for _, c := range []struct {
 		name     string
@@ -139,7 +155,7 @@ func TestEachClientGetsItsOwnQuestions(t *testing.T) {
 		answered bool
 	}{
 		{"the request names its call", []string{"2026-07-28", "2025-11-25"}, true},
-		{"the request names no call", []string{"2025-11-25"}, false},
+		{"the stream names the call", []string{"2025-11-25"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEngine(t)
@@ -150,7 +166,7 @@ func TestEachClientGetsItsOwnQuestions(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { pool.Close() })
-			srv := server.New(e, server.Options{})
+			srv := server.New(e, server.Options{Upstream: pool})
 			ts := httptest.NewServer(srv.Handler(server.HTTPOptions{Token: "t"}))
 			t.Cleanup(ts.Close)
 			t.Cleanup(func() { closeBounded(t, srv) })
@@ -196,8 +212,9 @@ func TestEachClientGetsItsOwnQuestions(t *testing.T) {
 					if results[i] != want {
 						t.Errorf("%s's call: %q, want %q", name, results[i], want)
 					}
-					if got := shown[i].all(); !strings.Contains(got, "secret of "+name) || !strings.Contains(got, "working for "+name) {
-						t.Errorf("%s was not shown its own call's question, sample and progress:\n%s", name, got)
+					if got := shown[i].all(); !strings.Contains(got, "secret of "+name) || !strings.Contains(got, "working for "+name) ||
+						!strings.Contains(got, "log about "+name) {
+						t.Errorf("%s was not shown its own call's question, sample, progress and log message:\n%s", name, got)
 					}
 				}
 			}

@@ -426,6 +426,7 @@ func (s *Server) run(ctx context.Context, ss *sdk.ServerSession, req *sdk.CallTo
 	caps *sdk.ClientCapabilities, to asker) *sdk.CallToolResult {
 	{
 		ctx = tool.WithHooks(ctx, s.hooks(ctx, ss, to, req.Params.GetProgressToken(), caps))
+		ctx = withTrace(ctx, req)
 		// An "allow for the session" a client's person gives holds for that
 		// client alone, not for every client of the server, nor for a later
 		// one, and is forgotten when the session ends.
@@ -686,7 +687,7 @@ type HTTPOptions struct {
 	BodyTimeout time.Duration
 	// Mounts are other handlers served beside MCP on the same listener, by
 	// [http.ServeMux] pattern ("/api/", "/metrics", "/"). Each gets the
-	// origin check and the body limits MCP gets, but authenticates its own
+	// checks of Host and Origin and the body limits MCP gets ([Rebound]), but authenticates its own
 	// requests (a page logs in and carries a cookie; see [RequireToken]
 	// for a bearer token alone).
 	Mounts map[string]http.Handler
@@ -751,7 +752,7 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(Path, h)
 	for pattern, m := range opts.Mounts {
-		mux.Handle(pattern, bodyDeadline(cmp.Or(opts.BodyTimeout, DefaultBodyTimeout), maxBody, sameOrigin(m)))
+		mux.Handle(pattern, mounted(opts, maxBody, m))
 	}
 	return mux
 }

@@ -148,6 +148,13 @@ type task struct {
 	open            []*question         // questions put to the client, not yet answered (taskinput.go)
 	keys            int                 // the questions asked so far, which name the next one
 	routes          map[*route]struct{} // sessions the task's questions are sent to (taskinput.go)
+
+	// What the call reported, and how much of it each session was sent
+	// (tasknotes.go).
+	notes     []taskNote
+	noteSeq   int
+	noteBytes int
+	seen      map[*sdk.ServerSession]int
 }
 
 func (t *task) wire() mcpconv.Task {
@@ -473,6 +480,8 @@ func (s *Server) serveTasks() {
 			if !multiRound(ss) {
 				detach := s.tasks.attach(t, ss, ctx)
 				defer detach()
+				// So do its progress and log messages (tasknotes.go).
+				s.tasks.catchUp(t, ss, ctx)
 			}
 			// The result is waited for as long as the client waits, and
 			// no longer than the task lives.
@@ -506,7 +515,13 @@ func (s *Server) presented(ctx context.Context, ss *sdk.ServerSession, meta sdk.
 	if multiRound(ss) && !declaresTasks(meta) {
 		return nil, errMissingTasks
 	}
-	return s.tasks.get(principalFrom(ctx), s.sessionID(ss), id)
+	t, err := s.tasks.get(principalFrom(ctx), s.sessionID(ss), id)
+	if err == nil && !multiRound(ss) {
+		// What the task reported that this session was not sent comes on
+		// this request's stream (tasknotes.go).
+		s.tasks.catchUp(t, ss, ctx)
+	}
+	return t, err
 }
 
 // encode makes v a result the task methods return as it is.
@@ -532,6 +547,9 @@ func (s *Server) taskSending(next sdk.MethodHandler) sdk.MethodHandler {
 		if t == nil {
 			return next(ctx, method, req)
 		}
+		// A progress or log message is kept with the task, for a session
+		// of its client that comes later (tasknotes.go).
+		s.keepNote(ctx, t, method, req)
 		if p := req.GetParams(); p != nil {
 			meta := maps.Clone(p.GetMeta())
 			if meta == nil {

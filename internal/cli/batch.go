@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/plan"
+	"github.com/lathe-tools/lathe/provider"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -25,15 +25,17 @@ func newBatchCmd(g *globals) *cobra.Command {
 		asJSON, showPlan, stopOnError bool
 		maxConcurrency                int
 		answers                       []string
-		previous                      string
+		previous, format              string
 	)
 	cmd := &cobra.Command{
 		Use:   "batch FILE|-",
 		Short: "Run several tool calls, at once where they do not conflict",
 		Long: "Run the tool calls listed in FILE (or standard input): a JSON array of {\"name\", \"arguments\"}\n" +
-			"objects, or tool calls as OpenAI and Anthropic models write them. Calls that cannot interfere run at\n" +
-			"once; calls that touch the same file keep their order. The outcomes are printed in the order of the\n" +
-			"calls; --json prints them as a JSON array, and --plan prints the plan without running anything.\n\n" +
+			"objects, or tool calls as OpenAI, Anthropic and Gemini models write them, up to a provider's whole\n" +
+			"response. Calls that cannot interfere run at once; calls that touch the same file keep their order.\n" +
+			"The outcomes are printed in the order of the calls; --json prints them as a JSON array, --format\n" +
+			"prints them as the tool-result messages of a provider (a JSON array to append to the conversation),\n" +
+			"and --plan prints the plan without running anything.\n\n" +
 			"When calls ask questions, the others still run; lathe asks the questions on the terminal and runs\n" +
 			"the calls still pending again. Without a terminal it prints them and exits with code 10; run again\n" +
 			"with --answer N:ID=VALUE (N counts calls from 1) and --previous set to the earlier --json output,\n" +
@@ -43,7 +45,17 @@ func newBatchCmd(g *globals) *cobra.Command {
 			if maxConcurrency < 0 {
 				return &usageError{fmt.Errorf("--max-concurrency %d: want 1 or more, or 0 for the configured cap", maxConcurrency)}
 			}
-			calls, err := readCalls(args[0], g.streams.In)
+			var outFormat provider.Format
+			if format != "" {
+				var err error
+				if outFormat, err = provider.ParseFormat(format); err != nil {
+					return &usageError{fmt.Errorf("--format: %w", err)}
+				}
+				if asJSON || showPlan {
+					return &usageError{errors.New("--format prints the results as a provider's messages: it goes with neither --json nor --plan")}
+				}
+			}
+			calls, inFormat, err := readCalls(args[0], g.streams.In)
 			if err != nil {
 				return &usageError{err}
 			}
@@ -72,6 +84,16 @@ func newBatchCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer e.Close()
+			// Calls in a provider's shape map back through that
+			// provider's conversion of the tools: strict mode's nulls for
+			// the properties a model left out are dropped.
+			if inFormat != provider.Lathe {
+				in, err := provider.Convert(inFormat, e.Tools(), nil)
+				if err != nil {
+					return err
+				}
+				in.Resolve(calls)
+			}
 			if showPlan {
 				return printPlan(g.streams.Out, e, calls, asJSON)
 			}
@@ -95,6 +117,9 @@ func newBatchCmd(g *globals) *cobra.Command {
 				opts.Previous = outs
 				outs = e.CallBatch(cmd.Context(), calls, opts)
 			}
+			if outFormat != "" {
+				return printMessages(g.streams, e, outFormat, calls, outs)
+			}
 			return printOutcomes(g.streams, calls, outs, asJSON)
 		},
 	}
@@ -104,11 +129,37 @@ func newBatchCmd(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&maxConcurrency, "max-concurrency", 0, "run at most N calls at once (default: the configured cap)")
 	cmd.Flags().StringArrayVar(&answers, "answer", nil, "answer a question, as N:ID=VALUE for call N or ID=VALUE for every call (repeatable)")
 	cmd.Flags().StringVar(&previous, "previous", "", "the --json output of an earlier run of the same batch; calls it settled do not run again")
+	cmd.Flags().StringVar(&format, "format", "", "print the results as a provider's tool-result messages: "+formatNames())
 	return cmd
 }
 
-// readCalls reads the batch from a file, or from stdin for "-".
-func readCalls(name string, stdin io.Reader) ([]*tool.Call, error) {
+// printMessages prints the outcomes as the tool-result messages of format
+// f, and returns the error that carries the batch's exit code.
+func printMessages(s Streams, e *lathe.Engine, f provider.Format, calls []*tool.Call, outs []lathe.BatchOutcome) error {
+	ts, err := provider.Convert(f, e.Tools(), nil)
+	if err != nil {
+		return err
+	}
+	replies := make([]provider.Reply, len(calls))
+	for i := range calls {
+		replies[i] = provider.Reply{Call: calls[i], Outcome: &outs[i].Outcome}
+	}
+	msgs, err := ts.Results(replies)
+	if err != nil {
+		return err
+	}
+	if err := writeJSON(s.Out, msgs); err != nil {
+		return err
+	}
+	if q := firstQuestion(outs); q != nil {
+		fmt.Fprintln(s.Err, "pending: calls ask questions; run again with --answer, or with --json to keep the settled calls for --previous")
+	}
+	return batchError(outs)
+}
+
+// readCalls reads the batch from a file, or from stdin for "-", and says in
+// which provider's shape it was written.
+func readCalls(name string, stdin io.Reader) ([]*tool.Call, provider.Format, error) {
 	var data []byte
 	var err error
 	if name == "-" {
@@ -117,13 +168,13 @@ func readCalls(name string, stdin io.Reader) ([]*tool.Call, error) {
 		data, err = os.ReadFile(name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading calls: %w", err)
+		return nil, "", fmt.Errorf("reading calls: %w", err)
 	}
-	calls, err := parseCalls(data)
+	calls, f, err := parseCalls(data)
 	if err != nil {
-		return nil, fmt.Errorf("reading calls from %s: %w", displayName(name), err)
+		return nil, "", fmt.Errorf("reading calls from %s: %w", displayName(name), err)
 	}
-	return calls, nil
+	return calls, f, nil
 }
 
 func displayName(name string) string {
@@ -133,94 +184,21 @@ func displayName(name string) string {
 	return name
 }
 
-// wireCall is one tool call in any of the shapes models write:
-//
-//	lathe      {"id", "name", "arguments": {…}, "answers"}
-//	OpenAI     {"id", "type": "function", "function": {"name", "arguments": "…"}}   (chat completions)
-//	           {"type": "function_call", "call_id", "name", "arguments": "…"}     (responses)
-//	Anthropic  {"type": "tool_use", "id", "name", "input": {…}}
-type wireCall struct {
-	Type      string          `json:"type"`
-	ID        string          `json:"id"`
-	CallID    string          `json:"call_id"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-	Input     json.RawMessage `json:"input"`
-	Function  *struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	} `json:"function"`
-	Answers map[string]any `json:"answers"`
-}
-
-// parseCalls reads a batch: a JSON array of calls, or an object that holds
-// one under "calls", "tool_calls" (an OpenAI assistant message), "content"
-// (an Anthropic assistant message) or "output" (an OpenAI response). Blocks
-// that are not tool calls (text, reasoning) are skipped.
-func parseCalls(data []byte) ([]*tool.Call, error) {
-	var list []json.RawMessage
-	if err := json.Unmarshal(data, &list); err != nil {
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(data, &obj) != nil {
-			return nil, fmt.Errorf("want a JSON array of tool calls: %w", err)
-		}
-		var inner json.RawMessage
-		for _, key := range []string{"calls", "tool_calls", "content", "output"} {
-			if v, ok := obj[key]; ok {
-				inner = v
-				break
-			}
-		}
-		if inner == nil {
-			return nil, errors.New(`want a JSON array of tool calls, or an object holding one under "calls", "tool_calls", "content" or "output"`)
-		}
-		if err := json.Unmarshal(inner, &list); err != nil {
-			return nil, fmt.Errorf("want a JSON array of tool calls: %w", err)
-		}
+// parseCalls reads a batch (see [provider.ParseCalls]) and refuses a call
+// whose name no tool of lathe can have: a name is printed at the head of
+// its outcome, and one with a newline or an escape sequence could pass for
+// another call's outcome.
+func parseCalls(data []byte) ([]*tool.Call, provider.Format, error) {
+	calls, f, err := provider.ParseCalls(data)
+	if err != nil {
+		return nil, "", err
 	}
-	var calls []*tool.Call
-	for i, raw := range list {
-		var w wireCall
-		if err := json.Unmarshal(raw, &w); err != nil {
-			return nil, fmt.Errorf("element %d: %w", i+1, err)
-		}
-		switch w.Type {
-		case "", "function", "function_call", "tool_use":
-		default:
-			continue // text, thinking, reasoning …
-		}
-		c := &tool.Call{ID: w.ID, Name: w.Name, Arguments: w.Arguments, Answers: w.Answers}
-		if w.CallID != "" {
-			c.ID = w.CallID // what an OpenAI response's tool output refers to
-		}
-		if w.Function != nil {
-			c.Name, c.Arguments = w.Function.Name, w.Function.Arguments
-		}
-		if len(c.Arguments) == 0 {
-			c.Arguments = w.Input
-		}
-		if c.Name == "" {
-			return nil, fmt.Errorf("element %d: no tool name", i+1)
-		}
-		// No tool has a name outside the pattern, and a name is printed at
-		// the head of its outcome: one with a newline or an escape
-		// sequence could pass for another call's outcome.
+	for i, c := range calls {
 		if !tool.ValidName(c.Name) {
-			return nil, fmt.Errorf("element %d: invalid tool name %q: a tool name matches %s", i+1, c.Name, tool.NamePattern)
+			return nil, "", fmt.Errorf("call %d: invalid tool name %q: a tool name matches %s", i+1, c.Name, tool.NamePattern)
 		}
-		args, err := unwrapArguments(c.Arguments)
-		if err != nil {
-			return nil, fmt.Errorf("element %d (%s): %w", i+1, c.Name, err)
-		}
-		c.Arguments = args
-		calls = append(calls, c)
 	}
-	// An empty list is a batch with nothing to do, as a model's message
-	// with no tool calls is: its outcome is an empty list, not a failure.
-	if calls == nil {
-		calls = []*tool.Call{}
-	}
-	return calls, nil
+	return calls, f, nil
 }
 
 // displayID returns a call's ID as the batch's output shows it: as it is
@@ -233,27 +211,6 @@ func displayID(id string) string {
 		}
 	}
 	return id
-}
-
-// unwrapArguments returns the arguments object of a call. OpenAI sends the
-// object as a string of JSON, which is unwrapped here; what it holds, valid
-// or not, is the engine's to judge, so that a malformed call fails alone.
-func unwrapArguments(raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return json.RawMessage(`{}`), nil
-	}
-	if raw[0] != '"' {
-		return raw, nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, err
-	}
-	if strings.TrimSpace(s) == "" {
-		return json.RawMessage(`{}`), nil
-	}
-	return json.RawMessage(s), nil
 }
 
 // applyAnswers adds --answer flags to the calls: N:ID=VALUE answers call N,
@@ -364,7 +321,6 @@ func printOutcomes(s Streams, calls []*tool.Call, outs []lathe.BatchOutcome, asJ
 			return err
 		}
 	}
-	var firstFailure error
 	var failed, asked, waiting int
 	for i, o := range outs {
 		head := fmt.Sprintf("--- #%d %s", i+1, calls[i].Name)
@@ -389,9 +345,6 @@ func printOutcomes(s Streams, calls []*tool.Call, outs []lathe.BatchOutcome, asJ
 			}
 		case o.Result.IsError:
 			failed++
-			if firstFailure == nil {
-				firstFailure = o.Err()
-			}
 			if !asJSON {
 				fmt.Fprintf(s.Out, "%s: %s\n", head, o.Result.ErrorKind)
 				if err := printContent(s.Out, o.Result); err != nil {
@@ -410,14 +363,23 @@ func printOutcomes(s Streams, calls []*tool.Call, outs []lathe.BatchOutcome, asJ
 	if failed > 0 && !asJSON {
 		fmt.Fprintf(s.Err, "%d of %d calls failed\n", failed, len(outs))
 	}
-	if asked > 0 {
-		if !asJSON {
-			fmt.Fprintf(s.Err, "pending: %d asking, %d waiting for answers; run again with --answer and --previous\n", asked, waiting)
-		}
-		return &silentError{&needsInputError{firstQuestion(outs)}}
+	if asked > 0 && !asJSON {
+		fmt.Fprintf(s.Err, "pending: %d asking, %d waiting for answers; run again with --answer and --previous\n", asked, waiting)
 	}
-	if firstFailure != nil {
-		return &silentError{firstFailure}
+	return batchError(outs)
+}
+
+// batchError returns the error that carries a batch's exit code: 10 if a
+// call still needs an answer, else the code of the first call that failed,
+// or nil.
+func batchError(outs []lathe.BatchOutcome) error {
+	if q := firstQuestion(outs); q != nil {
+		return &silentError{&needsInputError{q}}
+	}
+	for _, o := range outs {
+		if o.Result != nil && o.Result.IsError {
+			return &silentError{o.Err()}
+		}
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/policy"
 	"github.com/lathe-tools/lathe/tool"
@@ -48,6 +49,9 @@ func MainWith(extra ...tool.Tool) int {
 // Run runs lathe with args and returns the exit code.
 func Run(ctx context.Context, args []string, s Streams, extra ...tool.Tool) int {
 	root, g := newRoot(s, extra)
+	// Deferred first, so that it runs last: the spans of the calls the
+	// closing workspaces end are exported too.
+	defer g.closeTelemetry()
 	defer g.closeWorkspaces()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -82,6 +86,11 @@ type globals struct {
 	// approver is asked when the policy says ask (see policy.go); nil
 	// means there is no one to ask, and ask means deny.
 	approver policy.Approver
+	// fallback answers when the caller of a call cannot (lathe serve
+	// --http: a person at the HTTP API), and middleware are stages run
+	// before the policy (see serve.go).
+	fallback   policy.Approver
+	middleware []lathe.Middleware
 	// hooks answer what an upstream server asks when the call brings no
 	// hooks of its own: on a terminal, the person (see mcp.go).
 	hooks tool.Hooks
@@ -98,6 +107,12 @@ type globals struct {
 
 	mu     sync.Mutex
 	opened []*load.Workspace // closed when the command ends
+	// tel is the command's telemetry, from the OTEL_* variables, made
+	// when the first workspace opens; metrics says the command serves
+	// /metrics (see telemetry.go).
+	tel     Telemetry
+	telMade bool
+	metrics bool
 
 	// trust says what openEngine does with a workspace configuration
 	// that needs a person's trust and lacks it (see trust.go).

@@ -50,11 +50,18 @@ func (g *globals) openWorkspace(ctx context.Context) (*load.Workspace, error) {
 	opts := g.loadOptions(g.trust)
 	opts.Tools = g.extra
 	opts.Approver = g.approver
+	opts.Fallback = g.fallback
+	opts.Middleware = g.middleware
 	opts.Hooks = g.hooks
 	opts.Logger = g.logger()
 	opts.Need = g.need
 	opts.LongLived = g.longLived
 	opts.RefreshToolCache = g.refresh
+	stages, err := g.telemetryStages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	opts.Stages = stages
 	w, err := load.Open(ctx, opts)
 	if err != nil {
 		return nil, g.loadError(err)
@@ -106,6 +113,7 @@ func (g *globals) readWorkspace(mode trustMode) (*load.Workspace, error) {
 	if err != nil {
 		return nil, g.loadError(err)
 	}
+	g.addUntrustedTools(w)
 	g.reportUntrusted(w)
 	return w, nil
 }
@@ -119,8 +127,21 @@ func (g *globals) loadConfig(ws string, mode trustMode) (*config.Config, []load.
 	if err != nil {
 		return nil, nil, g.loadError(err)
 	}
+	g.addUntrustedTools(w)
 	g.reportUntrusted(w)
 	return w.Config, w.Untrusted, nil
+}
+
+// addUntrustedTools adds the tool files trust leaves out to w.Untrusted:
+// ReadConfig builds no engine, so it does not look at them, and a command
+// that reads only the configuration says what trust leaves out as one that
+// loads the tools does.
+func (g *globals) addUntrustedTools(w *load.Workspace) {
+	u, err := w.UntrustedTools()
+	if err != nil {
+		fmt.Fprintln(g.streams.Err, "lathe: warning:", err)
+	}
+	w.Untrusted = append(w.Untrusted, u...)
 }
 
 // reportUntrusted says what trust left out of w, and how to trust it.

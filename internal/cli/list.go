@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,26 +11,51 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lathe-tools/lathe/provider"
 	"github.com/lathe-tools/lathe/tool"
 )
 
 func newListCmd(g *globals) *cobra.Command {
 	var asJSON bool
+	var format string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the tools of the workspace",
 		Long: "List the tools of the workspace. The tools of an upstream MCP server come from the cache of its tool\n" +
 			"list when it holds them, and the server is not started; a server whose list is not cached, or whose\n" +
 			"command, environment or program changed since, is started to list them. --refresh starts every\n" +
-			"server and caches what it lists now.",
+			"server and caches what it lists now.\n\n" +
+			"--format prints the tools as the \"tools\" of a provider's request (openai, openai-responses,\n" +
+			"anthropic, gemini) or of an MCP tools/list answer (mcp), with each schema rewritten to what the\n" +
+			"provider accepts: strict where it can be, with a warning on standard error where it cannot.",
 		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var f provider.Format
+			if format != "" {
+				if asJSON {
+					return &usageError{errors.New("--json and --format: choose one")}
+				}
+				var err error
+				if f, err = provider.ParseFormat(format); err != nil {
+					return &usageError{fmt.Errorf("--format: %w", err)}
+				}
+			}
 			e, err := g.openEngine()
 			if err != nil {
 				return err
 			}
 			defer e.Close()
 			defs := e.Tools()
+			if f != "" {
+				ts, err := provider.Convert(f, defs, nil)
+				if err != nil {
+					return err
+				}
+				for _, w := range ts.Warnings {
+					fmt.Fprintln(g.streams.Err, "lathe: warning:", w)
+				}
+				return writeJSON(g.streams.Out, ts)
+			}
 			if asJSON {
 				return writeJSON(g.streams.Out, defs)
 			}
@@ -42,8 +68,18 @@ func newListCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the definitions as a JSON array")
+	cmd.Flags().StringVar(&format, "format", "", "print the tools as a provider's request takes them: "+formatNames())
 	cmd.Flags().BoolVar(&g.refresh, "refresh", false, "start every upstream MCP server to list its tools, and cache what it lists")
 	return cmd
+}
+
+// formatNames lists the names --format takes.
+func formatNames() string {
+	var names []string
+	for _, f := range provider.Formats() {
+		names = append(names, string(f))
+	}
+	return strings.Join(names, ", ")
 }
 
 // effect renders a tool's annotations as one word for the table.

@@ -16,6 +16,7 @@ import (
 	"github.com/lathe-tools/lathe/audit"
 	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/server"
+	"github.com/lathe-tools/lathe/server/web"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -35,7 +36,9 @@ func newServeCmd(g *globals) *cobra.Command {
 			"it too): --token, else $" + TokenEnv + ", else the workspace's token, made the first time and kept in\n" +
 			"a file only you can read ($XDG_STATE_HOME/lathe/tokens); it is printed on standard error.\n" +
 			"--http unix:PATH serves on a Unix socket only you can open, without a token. Requests from other\n" +
-			"web origins are refused.",
+			"web origins are refused.\n\n" +
+			"With --http it also serves the HTTP API at /api/ (docs/http.md): the tools, live calls, approvals\n" +
+			"a client cannot answer itself, the audit log, grants, a reload, and the engine's events.",
 		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Over stdio there is nothing to authenticate: a token given
@@ -65,6 +68,14 @@ func newServeCmd(g *globals) *cobra.Command {
 			g.trust = trustRefuse
 			g.hooks = tool.Hooks{}
 			g.longLived = true
+			g.metrics = ln != nil
+			// Over HTTP a person can answer from the API (or its page)
+			// what a client cannot; the queue and the live calls are made
+			// once the configuration is read, before any call comes.
+			var face *apiFace
+			if ln != nil {
+				face = g.prepareAPI()
+			}
 			w, err := g.openWorkspace(cmd.Context())
 			if err != nil {
 				return err
@@ -79,7 +90,20 @@ func newServeCmd(g *globals) *cobra.Command {
 			if ln == nil {
 				return srv.ServeStdio(ctx, g.streams.In, g.streams.Out)
 			}
-			return serveHTTP(ctx, g, ln, srv.Handler(server.HTTPOptions{Token: token}), srv.Close)
+			// The faces served beside MCP on the listener, by pattern;
+			// the API adds itself at /api/.
+			// The page holds no data: it reads everything from the API,
+			// which authenticates each request.
+			mounts := map[string]http.Handler{"/": web.Handler()}
+			if m := g.metricsMount(token); m != nil {
+				mounts["/metrics"] = m
+			}
+			st, err := face.serve(ctx, g, w, srv, token, mounts)
+			if err != nil {
+				return err
+			}
+			defer st.close()
+			return serveHTTP(ctx, g, ln, st, st.end)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "serve over streamable HTTP on `ADDR` (HOST:PORT, or unix:PATH) instead of stdio")
@@ -149,6 +173,7 @@ func serveHTTP(ctx context.Context, g *globals, ln net.Listener, h http.Handler,
 		fmt.Fprintf(g.streams.Err, "lathe: serving MCP at unix:%s (path %s)\n", ln.Addr(), server.Path)
 	} else {
 		fmt.Fprintf(g.streams.Err, "lathe: serving MCP at http://%s%s\n", ln.Addr(), server.Path)
+		fmt.Fprintf(g.streams.Err, "lathe: the web page is at http://%s/\n", ln.Addr())
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

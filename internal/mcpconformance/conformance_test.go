@@ -88,10 +88,15 @@ type outcome struct {
 
 var summaryLine = regexp.MustCompile(`(?m)^[✓✗] (\S+): (\d+) passed, (\d+) failed`)
 
+// scenarioLine is the summary of a run of one scenario (--scenario): the
+// suite prints no line per scenario then, only its checks' count.
+var scenarioLine = regexp.MustCompile(`(?m)^Passed: (\d+)/\d+, (\d+) failed`)
+
 // runSuite runs the suite with args, within timeout, and reads its summary.
-// The suite's exit status is not used: it fails whenever a scenario does,
-// and the test judges the scenarios itself.
-func runSuite(t *testing.T, timeout time.Duration, node, script string, args ...string) map[string]outcome {
+// scenario names the one scenario args ask for, if they ask for one. The
+// suite's exit status is not used: it fails whenever a scenario does, and
+// the test judges the scenarios itself.
+func runSuite(t *testing.T, timeout time.Duration, node, script, scenario string, args ...string) map[string]outcome {
 	t.Helper()
 	results := t.TempDir()
 	args = append(args, "-o", results)
@@ -104,18 +109,35 @@ func runSuite(t *testing.T, timeout time.Duration, node, script string, args ...
 	if ctx.Err() != nil {
 		t.Fatalf("the conformance suite did not finish within %s; it printed:\n%s", timeout, out)
 	}
-	res := map[string]outcome{}
-	for _, m := range summaryLine.FindAllStringSubmatch(string(out), -1) {
-		p, _ := strconv.Atoi(m[2])
-		f, _ := strconv.Atoi(m[3])
-		res[m[1]] = outcome{passed: p, failed: f}
-	}
+	res := summary(out, scenario)
 	failures(t, results, res)
 	if len(res) == 0 {
-		t.Fatalf("the conformance suite printed no summary (%v):\n%s", err, out)
+		what := "the conformance suite"
+		if scenario != "" {
+			what += " run for scenario " + scenario
+		}
+		t.Fatalf("%s printed no summary (%v):\n%s", what, err, out)
 	}
 	if testing.Verbose() {
 		t.Logf("the suite printed:\n%s", out)
+	}
+	return res
+}
+
+// summary reads the outcome of each scenario from what the suite printed:
+// a line per scenario after a run of several, the checks' count after a
+// run of scenario alone.
+func summary(out []byte, scenario string) map[string]outcome {
+	res := map[string]outcome{}
+	for _, m := range summaryLine.FindAllSubmatch(out, -1) {
+		p, _ := strconv.Atoi(string(m[2]))
+		f, _ := strconv.Atoi(string(m[3]))
+		res[string(m[1])] = outcome{passed: p, failed: f}
+	}
+	if m := scenarioLine.FindSubmatch(out); m != nil && scenario != "" && len(res) == 0 {
+		p, _ := strconv.Atoi(string(m[1]))
+		f, _ := strconv.Atoi(string(m[2]))
+		res[scenario] = outcome{passed: p, failed: f}
 	}
 	return res
 }
@@ -199,9 +221,9 @@ func TestServerSuite(t *testing.T) {
 	node, script := suite(t)
 	fixture := buildFixture(t)
 	base := serveLathe(t, fixture)
-	res := runSuite(t, 5*time.Minute, node, script, "server", "--suite", "active", "--url", base)
+	res := runSuite(t, 5*time.Minute, node, script, "", "server", "--suite", "active", "--url", base)
 	again(t, res, serverPass, func(name string) map[string]outcome {
-		return runSuite(t, 2*time.Minute, node, script, "server", "--scenario", name, "--url", base)
+		return runSuite(t, 2*time.Minute, node, script, name, "server", "--scenario", name, "--url", base)
 	})
 	judge(t, res, 40, serverPass, serverExpectedFail)
 }
@@ -215,10 +237,10 @@ func TestClientSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(roleEnv, "client")
-	res := runSuite(t, 5*time.Minute, node, script, "client", "--suite", "core", "--timeout", "30000",
+	res := runSuite(t, 5*time.Minute, node, script, "", "client", "--suite", "core", "--timeout", "30000",
 		"--command", exe+" -test.run=^$")
 	again(t, res, clientPass, func(name string) map[string]outcome {
-		return runSuite(t, 2*time.Minute, node, script, "client", "--scenario", name, "--timeout", "30000",
+		return runSuite(t, 2*time.Minute, node, script, name, "client", "--scenario", name, "--timeout", "30000",
 			"--command", exe+" -test.run=^$")
 	})
 	judge(t, res, 239, clientPass, clientExpectedFail)

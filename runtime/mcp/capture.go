@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -41,6 +42,9 @@ type capture struct {
 	// order lets a call wait for the notifications read before its answer
 	// (logging.go).
 	order order
+	// nonce is the secret of the server's marks of the call a message is
+	// for (related.go).
+	nonce string
 }
 
 func newCapture() *capture {
@@ -207,6 +211,14 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport
 	}
 	resp, err := base.RoundTrip(req)
+	if id, ok := req.Context().Value(inflightKey{}).(uint64); ok && err == nil && resp.Body != nil && t.cap.nonce != "" &&
+		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// The stream of one of lathe's calls: what the server asks on
+		// it is about that call (related.go).
+		resp.Body = &relatedBody{ReadCloser: resp.Body, mark: t.cap.nonce + ":" + strconv.FormatUint(id, 10)}
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+	}
 	if err == nil && asTask && resp.Body != nil {
 		stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 		resp.Body = &taskBody{ReadCloser: resp.Body, stream: stream}

@@ -46,6 +46,9 @@ func TestMain(m *testing.M) {
 	case "tasks":
 		serveTasks()
 		return
+	case "asker": // turns_test.go
+		serveAsker()
+		return
 	default:
 		fmt.Fprintln(os.Stderr, "unknown test server", os.Getenv(serverEnv))
 		os.Exit(2)

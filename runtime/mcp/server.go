@@ -93,6 +93,15 @@ type server struct {
 	// cache was read (surfacecache.go).
 	surfCached *surfaceEntry
 	surfLoaded bool
+	// nonce is the secret of the marks that name the call a message read
+	// from a call's stream is for (related.go).
+	nonce string
+	// unnamed says the server asked a question naming no call: its calls
+	// take turns (turns.go). turn is closed when a call ends; waiters
+	// counts the calls of each session waiting for their turn.
+	unnamed atomic.Bool
+	turn    chan struct{}
+	waiters map[string]int
 }
 
 // session is one connection to the server: a process or an HTTP session.
@@ -149,7 +158,7 @@ func newServer(p *Pool, cfg Config) *server {
 	if stderr == nil {
 		stderr = p.opts.Stderr
 	}
-	s := &server{pool: p, cfg: cfg, stderr: &tail{w: stderr}, inflight: map[uint64]*inflight{}}
+	s := &server{pool: p, cfg: cfg, stderr: &tail{w: stderr}, inflight: map[uint64]*inflight{}, nonce: newNonce()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.client = sdk.NewClient(&sdk.Implementation{Name: "lathe", Version: "1"}, &sdk.ClientOptions{
 		// lathe offers no roots: a server such as the filesystem one would
@@ -167,6 +176,7 @@ func newServer(p *Pool, cfg Config) *server {
 	})
 	s.client.AddReceivingMiddleware(refuseRoots, titledItemsLeniency)
 	s.client.AddSendingMiddleware(s.levelInMeta) // logging.go
+	s.client.AddSendingMiddleware(declareTasks)  // tasks.go
 	// Tasks: the task methods lathe sends upstream (tasks.go).
 	addTaskMethods(s.client)
 	return s
@@ -303,6 +313,7 @@ func (s *server) start() (*session, []upTool, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.startupTimeout())
 	defer cancel()
 	sess := &session{cap: newCapture(), done: make(chan struct{})}
+	sess.cap.nonce = s.nonce
 	var t sdk.Transport
 	if len(s.cfg.Command) > 0 {
 		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
@@ -639,8 +650,13 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 	hooks := tool.HooksFrom(ctx)
 	callCtx, cancelCall := context.WithCancel(ctx)
 	defer cancelCall()
-	id := s.track(&inflight{ctx: callCtx, hooks: hooks, answers: c.Answers, cancel: cancelCall,
+	id, err := s.trackTurn(ctx, &inflight{ctx: callCtx, hooks: hooks, answers: c.Answers, cancel: cancelCall,
 		session: lathe.SessionFrom(ctx)})
+	if err != nil {
+		// The call's deadline or cancellation came while it waited for
+		// its turn (turns.go).
+		return nil, err
+	}
 	// A call that ends without the server's answer (cancelled, timed out,
 	// ended with a question) may still be worked on by the server.
 	answered := false
@@ -655,20 +671,21 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 	if hooks.Progress != nil || s.pool.opts.Hooks.Progress != nil {
 		params.SetProgressToken(progressToken(id))
 	}
-	// Tasks: a tool its server offers to run as a task runs as one
-	// (tasks.go).
-	asTask := offersTasks(sess.cap.tool(upstream))
-	sendCtx := callCtx
-	if asTask {
-		askTask(callCtx, params)
-		var done context.CancelFunc
-		sendCtx, done = createContext(callCtx)
-		defer done()
+	// Tasks: a tool its server offers to run as a task runs as one; a
+	// server of 2026-07-28 may answer any call with a task (tasks.go).
+	ext := tasks26(sess.cs)
+	asTask := !ext && offersTasks(sess.cap.tool(upstream))
+	var res *sdk.CallToolResult
+	endTrace := traceCall(callCtx, params, s.cfg.Name)
+	if asTask || ext {
+		if asTask {
+			askTask(callCtx, params)
+		}
+		res, err = s.callTask(callCtx, sess, params)
+	} else {
+		res, err = sess.cs.CallTool(callCtx, params)
 	}
-	res, err := sess.cs.CallTool(sendCtx, params)
-	if err == nil && asTask {
-		res, err = s.awaitTask(callCtx, sess, res)
-	}
+	endTrace(err)
 	answered = callCtx.Err() == nil
 	// The log and progress messages sent before the answer reach the call
 	// before it ends (logging.go).
@@ -812,6 +829,7 @@ func (s *server) untrack(id uint64, answered bool) {
 	if f == nil {
 		return
 	}
+	s.nextTurnLocked() // turns.go
 	if s.ended == nil {
 		s.ended, s.abandoned = map[string]time.Time{}, map[string]time.Time{}
 	}
@@ -878,6 +896,7 @@ func (s *server) log(ctx context.Context, req *sdk.LoggingMessageRequest) {
 		return
 	}
 	msg := tool.LogMessage{Level: string(p.Level), Logger: p.Logger, Data: data}
+	ctx = s.named(ctx, p.Meta) // related.go
 	if _, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Log != nil }); ok {
 		release()
 		h.Log(msg)
@@ -898,6 +917,8 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 	if err != nil {
 		return nil, err
 	}
+	ctx = s.named(ctx, req.Params.Meta) // related.go
+	s.noteUnnamed(ctx)                  // turns.go
 	id, f := s.caller(ctx)
 	if f != nil && len(f.answers) > 0 {
 		if res, q, err := elicitFromAnswers(r, f.answers); err == nil && q == nil {
@@ -934,6 +955,8 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 }
 
 func (s *server) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+	ctx = s.named(ctx, req.Params.Meta) // related.go
+	s.noteUnnamed(ctx)                  // turns.go
 	ctx, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Sample != nil })
 	defer release()
 	if !ok {

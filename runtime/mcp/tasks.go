@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +38,65 @@ import (
 // "task", and the CreateTaskResult that answers it comes back as a
 // CallToolResult with no content whose _meta holds the task.
 
+// Upstream tasks (MCP 2026-07-28, the io.modelcontextprotocol/tasks
+// extension). lathe declares the extension in the client capabilities each
+// request to a server of 2026-07-28 carries in its _meta; such a server,
+// not lathe, decides which call becomes a task, and answers it with the
+// task's fields flat beside "resultType": "task". lathe then polls
+// tasks/get, which carries the task's status, its open questions
+// (inputRequests, answered through the same hooks as any question of the
+// call, and sent back with tasks/update), and at the end its result or its
+// error; when lathe's call ends first, tasks/cancel. The connection turns
+// the task's handle into a CallToolResult with the task in its _meta, as
+// for 2025-11-25.
+
+// extTasks names the tasks extension of MCP 2026-07-28.
+const extTasks = "io.modelcontextprotocol/tasks"
+
+// tasksFrom is the first protocol version whose tasks are the extension.
+const tasksFrom = "2026-07-28"
+
+// tasks26 reports whether cs speaks a version whose tasks are the
+// extension's.
+func tasks26(cs *sdk.ClientSession) bool {
+	ir := cs.InitializeResult()
+	return ir != nil && ir.ProtocolVersion >= tasksFrom
+}
+
+// declareTasks is a sending middleware of the server's client: on a
+// session of 2026-07-28 or later, it declares the tasks extension in the
+// client capabilities of each tools/call and task method, which the SDK
+// has put into the request's _meta without it.
+func declareTasks(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		cs, ok := req.GetSession().(*sdk.ClientSession)
+		params := req.GetParams()
+		if !ok || params == nil || method != "tools/call" && !strings.HasPrefix(method, "tasks/") || !tasks26(cs) {
+			return next(ctx, method, req)
+		}
+		meta := maps.Clone(params.GetMeta())
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		caps := map[string]any{}
+		if v, ok := meta[sdk.MetaKeyClientCapabilities]; ok {
+			if b, err := json.Marshal(v); err == nil {
+				json.Unmarshal(b, &caps)
+			}
+		}
+		ext, _ := caps["extensions"].(map[string]any)
+		ext = maps.Clone(ext)
+		if ext == nil {
+			ext = map[string]any{}
+		}
+		ext[extTasks] = map[string]any{}
+		caps["extensions"] = ext
+		meta[sdk.MetaKeyClientCapabilities] = caps
+		params.SetMeta(meta)
+		return next(ctx, method, req)
+	}
+}
+
 type taskIDParams struct {
 	sdk.ParamsBase
 	TaskID string `json:"taskId"`
@@ -45,10 +107,30 @@ type taskState struct {
 	mcpconv.Task
 }
 
+// polledTask is a task as tasks/get of the extension returns it.
+type polledTask struct {
+	sdk.ResultBase
+	TaskID         string              `json:"taskId"`
+	Status         string              `json:"status"`
+	StatusMessage  string              `json:"statusMessage,omitempty"`
+	PollIntervalMs int64               `json:"pollIntervalMs,omitempty"`
+	InputRequests  json.RawMessage     `json:"inputRequests,omitempty"`
+	Result         *sdk.CallToolResult `json:"result,omitempty"`
+	Error          *jsonrpc.Error      `json:"error,omitempty"`
+}
+
+type updateTaskParams struct {
+	sdk.ParamsBase
+	TaskID         string         `json:"taskId"`
+	InputResponses map[string]any `json:"inputResponses"`
+}
+
 // The task methods lathe sends.
 const (
 	methodTasksResult = "tasks/result"
 	methodTasksCancel = "tasks/cancel"
+	methodTasksGet    = "tasks/get"
+	methodTasksUpdate = "tasks/update"
 )
 
 // addTaskMethods lets c send the task methods.
@@ -56,6 +138,8 @@ func addTaskMethods(c *sdk.Client) {
 	for _, err := range []error{
 		sdk.AddSendingCustomMethod[*taskIDParams, *sdk.CallToolResult](c, methodTasksResult),
 		sdk.AddSendingCustomMethod[*taskIDParams, *taskState](c, methodTasksCancel),
+		sdk.AddSendingCustomMethod[*taskIDParams, *polledTask](c, methodTasksGet),
+		sdk.AddSendingCustomMethod[*updateTaskParams, *taskState](c, methodTasksUpdate),
 	} {
 		if err != nil {
 			// Only a standard method's name can be refused.
@@ -83,9 +167,48 @@ func offersTasks(raw *rawTool) bool {
 // would lose the handle, and with it the way to cancel the task.
 const createGrace = 5 * time.Second
 
+// callTask makes a call that may be answered with a task, and returns its
+// result, that of the task if it became one. When ctx ends before the
+// answer, callTask returns at once, and the answer is waited for in the
+// background, up to createGrace, so that a task it announces is cancelled
+// rather than left running.
+func (s *server) callTask(ctx context.Context, sess *session, params *sdk.CallToolParams) (*sdk.CallToolResult, error) {
+	type answer struct {
+		res *sdk.CallToolResult
+		err error
+	}
+	sendCtx, done := createContext(ctx)
+	ch := make(chan answer, 1)
+	go func() {
+		r, err := sess.cs.CallTool(sendCtx, params)
+		ch <- answer{r, err}
+	}()
+	select {
+	case a := <-ch:
+		done()
+		if a.err != nil {
+			return nil, a.err
+		}
+		return s.awaitTask(ctx, sess, a.res)
+	case <-ctx.Done():
+		s.wg.Go(func() {
+			defer done()
+			a := <-ch
+			if a.err != nil || a.res == nil {
+				return
+			}
+			var tk mcpconv.Task
+			if b, err := json.Marshal(a.res.Meta[mcpconv.TaskMetaKey]); err == nil && json.Unmarshal(b, &tk) == nil && tk.TaskID != "" {
+				s.cancelTask(sess, tk.TaskID)
+			}
+		})
+		return nil, ctx.Err()
+	}
+}
+
 // createContext is the context of a task-augmented tools/call: it ends
-// createGrace after ctx does. The call that created the task then finds ctx
-// over, and cancels the task.
+// createGrace after ctx does, so that the task's handle, which is the only
+// way to cancel the task, is not lost with the request.
 func createContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {
@@ -124,6 +247,13 @@ func (s *server) awaitTask(ctx context.Context, sess *session, res *sdk.CallTool
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("the server answered with a task lathe cannot read: %v", raw)}
 	}
+	if tasks26(sess.cs) {
+		r, err := s.pollTask(ctx, sess, tk.TaskID)
+		if err != nil && ctx.Err() != nil {
+			s.cancelTask(sess, tk.TaskID)
+		}
+		return r, err
+	}
 	r, err := sdk.CallCustomMethod[*taskIDParams, *sdk.CallToolResult](ctx, sess.cs, methodTasksResult,
 		&taskIDParams{TaskID: tk.TaskID})
 	if err != nil && ctx.Err() != nil {
@@ -131,6 +261,111 @@ func (s *server) awaitTask(ctx context.Context, sess *session, res *sdk.CallTool
 		s.cancelTask(sess, tk.TaskID)
 	}
 	return r, err
+}
+
+// Bounds of the polling of an upstream task (MCP 2026-07-28): the server's
+// pollIntervalMs, within these.
+const (
+	minPoll     = 20 * time.Millisecond
+	maxPoll     = 2 * time.Second
+	defaultPoll = 200 * time.Millisecond
+)
+
+// pollTask follows the upstream task id of the extension until it ends,
+// answering its questions on the way, and returns its result. A question
+// lathe cannot have answered (no one to ask) ends the poll with that
+// error, and the caller cancels the task.
+func (s *server) pollTask(ctx context.Context, sess *session, id string) (*sdk.CallToolResult, error) {
+	answered := map[string]bool{}
+	for {
+		t, err := sdk.CallCustomMethod[*taskIDParams, *polledTask](ctx, sess.cs, methodTasksGet, &taskIDParams{TaskID: id})
+		if err != nil {
+			return nil, err
+		}
+		switch t.Status {
+		case mcpconv.TaskCompleted:
+			if t.Result == nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server's task completed without a result"}
+			}
+			return t.Result, nil
+		case mcpconv.TaskFailed:
+			if t.Error != nil {
+				return nil, t.Error
+			}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server's task failed: " + t.StatusMessage}
+		case mcpconv.TaskCancelled:
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server cancelled its task: " + t.StatusMessage}
+		case mcpconv.TaskInputRequired:
+			responses, err := s.answerInputs(ctx, t.InputRequests, answered)
+			if err != nil {
+				return nil, err
+			}
+			if len(responses) > 0 {
+				if _, err := sdk.CallCustomMethod[*updateTaskParams, *taskState](ctx, sess.cs, methodTasksUpdate,
+					&updateTaskParams{TaskID: id, InputResponses: responses}); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		wait := defaultPoll
+		if t.PollIntervalMs > 0 {
+			wait = min(max(time.Duration(t.PollIntervalMs)*time.Millisecond, minPoll), maxPoll)
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// answerInputs answers the input requests of a task that lathe has not
+// answered yet (a key is answered once: the server forgets it with the
+// answer), through the call's hooks as a request of the server during the
+// call would be (ctx is the call's).
+func (s *server) answerInputs(ctx context.Context, raw json.RawMessage, answered map[string]bool) (map[string]any, error) {
+	var reqs map[string]struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(raw, &reqs); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server's task asks what lathe cannot read: " + err.Error()}
+	}
+	out := map[string]any{}
+	for _, key := range slices.Sorted(maps.Keys(reqs)) {
+		if answered[key] {
+			continue
+		}
+		r := reqs[key]
+		var (
+			res any
+			err error
+		)
+		switch r.Method {
+		case "elicitation/create":
+			var p sdk.ElicitParams
+			if err = json.Unmarshal(r.Params, &p); err == nil {
+				res, err = s.elicit(ctx, &sdk.ElicitRequest{Params: &p})
+			}
+		case "sampling/createMessage":
+			var p sdk.CreateMessageParams
+			if err = json.Unmarshal(r.Params, &p); err == nil {
+				res, err = s.sample(ctx, &sdk.CreateMessageRequest{Params: &p})
+			}
+		default:
+			// roots/list among them: lathe offers no roots (see refuseRoots).
+			err = fmt.Errorf("lathe does not answer %q", r.Method)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the server's task asked %s: %w", key, err)
+		}
+		answered[key] = true
+		out[key] = res
+	}
+	return out, nil
 }
 
 // cancelTask cancels a task upstream, in the background: the call it
@@ -189,21 +424,40 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		asked := c.pending[k]
 		delete(c.pending, k)
 		c.mu.Unlock()
-		if asked && r.Error == nil {
+		if r.Error == nil && (asked || mayBeTask26(r.Result)) {
 			r.Result = taskAsResult(r.Result)
 		}
 	}
 	return m, err
 }
 
+// resultTypeKey marks a result of MCP 2026-07-28, which may be a task's
+// handle: only such a result that also holds the string "task" is decoded
+// to find out.
+var resultTypeKey = []byte(`"resultType"`)
+
+func mayBeTask26(res []byte) bool {
+	return bytes.Contains(res, resultTypeKey) && bytes.Contains(res, []byte(`"task"`))
+}
+
 // taskAsResult turns a CreateTaskResult into a CallToolResult that carries
-// the task in its _meta; any other result is left as it is.
+// the task in its _meta; any other result is left as it is. The handle of
+// 2025-11-25 holds the task under "task"; that of the extension of
+// 2026-07-28 is the task itself, with "resultType": "task".
 func taskAsResult(res json.RawMessage) json.RawMessage {
 	var ct struct {
-		Task    json.RawMessage `json:"task"`
-		Content json.RawMessage `json:"content"`
+		Task       json.RawMessage `json:"task"`
+		Content    json.RawMessage `json:"content"`
+		ResultType string          `json:"resultType"`
+		TaskID     string          `json:"taskId"`
 	}
-	if json.Unmarshal(res, &ct) != nil || len(ct.Task) == 0 || len(ct.Content) != 0 {
+	if json.Unmarshal(res, &ct) != nil || len(ct.Content) != 0 {
+		return res
+	}
+	if ct.ResultType == "task" && ct.TaskID != "" {
+		ct.Task = res
+	}
+	if len(ct.Task) == 0 {
 		return res
 	}
 	b, err := json.Marshal(map[string]any{"content": []any{}, "_meta": map[string]json.RawMessage{mcpconv.TaskMetaKey: ct.Task}})
@@ -230,8 +484,13 @@ func lowerTaskRequest(req *http.Request) (*http.Request, bool) {
 	}
 	b, err := io.ReadAll(io.LimitReader(body, maxSniff+1))
 	body.Close()
-	if err != nil || len(b) > maxSniff || !bytes.Contains(b, []byte(mcpconv.TaskMetaKey)) {
+	if err != nil || len(b) > maxSniff {
 		return req, false
+	}
+	if !bytes.Contains(b, []byte(mcpconv.TaskMetaKey)) {
+		// A call of 2026-07-28 that declares the extension may be answered
+		// with a task's handle: its answer is rewritten, the call is not.
+		return req, bytes.Contains(b, []byte(`"method":"tools/call"`)) && bytes.Contains(b, []byte(extTasks))
 	}
 	m, err := jsonrpc.DecodeMessage(b)
 	r, ok := m.(*jsonrpc.Request)

@@ -1,0 +1,158 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Query selects records for [Store.Search], newest first. Zero fields
+// select everything.
+type Query struct {
+	// ID selects one record by its number.
+	ID int64
+	// CallID selects the records of the caller's call id.
+	CallID string
+	// Tool is a tool's name, or a pattern over names (* and ?, as in
+	// policy rules).
+	Tool string
+	// Outcome selects by exact value ("ok", "denied" …); "incomplete"
+	// selects records still started.
+	Outcome string
+	// Session selects the records of one client's session.
+	Session string
+	// Text selects records whose tool, arguments (as recorded, redacted)
+	// or reason hold it, in any case of ASCII letters.
+	Text string
+	// Since and Until bound the records' start times: from Since on,
+	// before Until.
+	Since, Until time.Time
+	// Before is a cursor: records with a number below it, as the next of
+	// an earlier search returned.
+	Before int64
+	// Limit caps the records returned; zero means 100.
+	Limit int
+	// Operations fills in each record's operations.
+	Operations bool
+}
+
+// searchIndexesSQL are the indexes of the searches: each filter of
+// [Query] that an index can narrow has one ending with the record's
+// number, so that the newest matches are found by walking the index
+// backwards, without sorting. A time range has none: records are numbered
+// in the order they start, so walking the numbers backwards meets the
+// range in order, where an index on the time would have SQLite sort the
+// whole range (measured slower: docs/benchmarks.md). CREATE … IF NOT
+// EXISTS makes them on a log
+// an earlier lathe wrote, when it is first opened.
+const searchIndexesSQL = `
+CREATE INDEX IF NOT EXISTS calls_tool_id ON calls(tool, id);
+CREATE INDEX IF NOT EXISTS calls_outcome_id ON calls(outcome, id);
+CREATE INDEX IF NOT EXISTS calls_session_id ON calls(session, id);
+CREATE INDEX IF NOT EXISTS calls_call_id ON calls(call_id);`
+
+func migrateSearch(ctx context.Context, conn *sql.Conn) error {
+	_, err := conn.ExecContext(ctx, searchIndexesSQL)
+	return err
+}
+
+// likeEscape escapes LIKE's wildcards in s, with \ as the escape.
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// Search returns the records that fit q, newest first, and the cursor of
+// the page after them (q.Before for the next search), 0 when there is
+// none.
+func (s *Store) Search(ctx context.Context, q Query) ([]Record, int64, error) {
+	var where []string
+	var args []any
+	add := func(cond string, a ...any) {
+		where = append(where, cond)
+		args = append(args, a...)
+	}
+	if q.ID > 0 {
+		add("id = ?", q.ID)
+	}
+	if q.CallID != "" {
+		add("call_id = ?", q.CallID)
+	}
+	if q.Tool != "" {
+		// A plain name is compared as such, which the index serves;
+		// GLOB only for a pattern.
+		if strings.ContainsAny(q.Tool, "*?[") {
+			add("tool GLOB ?", q.Tool)
+		} else {
+			add("tool = ?", q.Tool)
+		}
+	}
+	switch q.Outcome {
+	case "":
+	case "incomplete":
+		add("status = ?", StatusStarted)
+	default:
+		add("outcome = ?", q.Outcome)
+	}
+	if q.Session != "" {
+		add("session = ?", q.Session)
+	}
+	if q.Text != "" {
+		pat := "%" + likeEscape(q.Text) + "%"
+		add(`(tool LIKE ? ESCAPE '\' OR arguments LIKE ? ESCAPE '\' OR reason LIKE ? ESCAPE '\')`, pat, pat, pat)
+	}
+	if !q.Since.IsZero() {
+		add("time_ns >= ?", q.Since.UnixNano())
+	}
+	if !q.Until.IsZero() {
+		add("time_ns < ?", q.Until.UnixNano())
+	}
+	if q.Before > 0 {
+		add("id < ?", q.Before)
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	sqlq := `SELECT id, call_id, parent, time_ns, tool, arguments, decision, decided_by, reason, status, outcome, duration_ns,
+		args_bytes, result_bytes, pid, operations_dropped, kind, session, server FROM calls`
+	if len(where) > 0 {
+		sqlq += " WHERE " + strings.Join(where, " AND ")
+	}
+	// One more than the limit tells whether a next page exists.
+	sqlq += fmt.Sprintf(" ORDER BY id DESC LIMIT %d", limit+1)
+	rows, err := s.db.QueryContext(ctx, sqlq, args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("audit: %w", err)
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		var r Record
+		var t, d int64
+		if err := rows.Scan(&r.ID, &r.CallID, &r.Parent, &t, &r.Tool, &r.Arguments, &r.Decision, &r.DecidedBy, &r.Reason,
+			&r.Status, &r.Outcome, &d, &r.ArgsBytes, &r.ResultBytes, &r.PID, &r.OperationsDropped,
+			&r.Kind, &r.Session, &r.Server); err != nil {
+			return nil, 0, fmt.Errorf("audit: %w", err)
+		}
+		r.Time = time.Unix(0, t).UTC()
+		r.Duration = time.Duration(d)
+		r.Incomplete = r.Status == StatusStarted
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("audit: %w", err)
+	}
+	var next int64
+	if len(out) > limit {
+		out = out[:limit]
+		next = out[limit-1].ID
+	}
+	if q.Operations && len(out) > 0 {
+		if err := s.listOperations(ctx, out); err != nil {
+			return nil, 0, err
+		}
+	}
+	return out, next, nil
+}
