@@ -37,7 +37,10 @@ import (
 // messages included, goes on to the SDK, which answers as it always did.
 //
 // The call runs through the same handler as the SDK's (handler), in the
-// same session: what the call sends its client (progress, log messages,
+// same session. The SDK's receiving middleware does not see it: what every
+// call needs belongs in handler and run, which both paths share (the
+// session's tracking and end are done here as the middleware does them).
+// What the call sends its client (progress, log messages,
 // elicitation, sampling) goes through the SDK session's methods, which check
 // the client's capabilities and log level, and then, through a sending
 // middleware (callMiddleware), onto the call's own response. That response
