@@ -179,7 +179,7 @@ CREATE TABLE IF NOT EXISTS calls (
 	result_bytes INTEGER NOT NULL DEFAULT 0,
 	pid INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX IF NOT EXISTS calls_tool ON calls(tool, time_ns);`
+CREATE INDEX IF NOT EXISTS calls_tool_id ON calls(tool, id);`
 
 // ignoreAll writes dir/.gitignore holding "*", unless a file of that name
 // exists: one the user wrote is theirs. O_EXCL also refuses a symbolic link

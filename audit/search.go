@@ -38,20 +38,24 @@ type Query struct {
 	Operations bool
 }
 
-// searchIndexesSQL are the indexes of the searches: each filter of
-// [Query] that an index can narrow has one ending with the record's
-// number, so that the newest matches are found by walking the index
-// backwards, without sorting. A time range has none: records are numbered
-// in the order they start, so walking the numbers backwards meets the
-// range in order, where an index on the time would have SQLite sort the
-// whole range (measured slower: docs/benchmarks.md). CREATE … IF NOT
-// EXISTS makes them on a log
-// an earlier lathe wrote, when it is first opened.
+// searchIndexesSQL keeps one index for the searches, on the tool and the
+// record's number: the search people make most (one tool's calls, newest
+// first) walks it backwards without sorting, and so does `lathe audit
+// --tool`. The other filters (outcome, session, call id, text, time range)
+// scan the table, newest first: about 30-65 ms over 100,000 records
+// (docs/benchmarks.md). An index costs every call a write: the three more
+// this search once had (outcome, session, call id) made each record 1.6
+// times as slow to write (BenchmarkAudit: 51 against 82 µs), on the hot
+// path of every call, for searches a person makes now and then. Records
+// are numbered in the order they start, so walking the numbers backwards
+// meets a time range in order. The index on (tool, time) of earlier
+// logs is replaced, and the others are dropped where a log has them.
 const searchIndexesSQL = `
-CREATE INDEX IF NOT EXISTS calls_tool_id ON calls(tool, id);
-CREATE INDEX IF NOT EXISTS calls_outcome_id ON calls(outcome, id);
-CREATE INDEX IF NOT EXISTS calls_session_id ON calls(session, id);
-CREATE INDEX IF NOT EXISTS calls_call_id ON calls(call_id);`
+DROP INDEX IF EXISTS calls_tool;
+DROP INDEX IF EXISTS calls_outcome_id;
+DROP INDEX IF EXISTS calls_session_id;
+DROP INDEX IF EXISTS calls_call_id;
+CREATE INDEX IF NOT EXISTS calls_tool_id ON calls(tool, id);`
 
 func migrateSearch(ctx context.Context, conn *sql.Conn) error {
 	_, err := conn.ExecContext(ctx, searchIndexesSQL)
