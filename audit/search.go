@@ -119,34 +119,15 @@ func (s *Store) Search(ctx context.Context, q Query) ([]Record, int64, error) {
 	if limit <= 0 {
 		limit = 100
 	}
-	sqlq := `SELECT id, call_id, parent, time_ns, tool, arguments, decision, decided_by, reason, status, outcome, duration_ns,
-		args_bytes, result_bytes, pid, operations_dropped, kind, session, server FROM calls`
+	sqlq := recordColumns
 	if len(where) > 0 {
 		sqlq += " WHERE " + strings.Join(where, " AND ")
 	}
 	// One more than the limit tells whether a next page exists.
 	sqlq += fmt.Sprintf(" ORDER BY id DESC LIMIT %d", limit+1)
-	rows, err := s.db.QueryContext(ctx, sqlq, args...)
+	out, err := s.records(ctx, sqlq, args)
 	if err != nil {
-		return nil, 0, fmt.Errorf("audit: %w", err)
-	}
-	defer rows.Close()
-	var out []Record
-	for rows.Next() {
-		var r Record
-		var t, d int64
-		if err := rows.Scan(&r.ID, &r.CallID, &r.Parent, &t, &r.Tool, &r.Arguments, &r.Decision, &r.DecidedBy, &r.Reason,
-			&r.Status, &r.Outcome, &d, &r.ArgsBytes, &r.ResultBytes, &r.PID, &r.OperationsDropped,
-			&r.Kind, &r.Session, &r.Server); err != nil {
-			return nil, 0, fmt.Errorf("audit: %w", err)
-		}
-		r.Time = time.Unix(0, t).UTC()
-		r.Duration = time.Duration(d)
-		r.Incomplete = r.Status == StatusStarted
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("audit: %w", err)
+		return nil, 0, err
 	}
 	var next int64
 	if len(out) > limit {
