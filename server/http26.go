@@ -137,23 +137,9 @@ func (s *Server) session26() (*webSession, error) {
 // reports false, having written nothing, for the SDK's stateless handler to
 // serve it (and answer what is malformed).
 func (s *Server) serveCall26(w http.ResponseWriter, r *http.Request, m message) bool {
-	if _, ok := idKey(m["id"]); !ok {
-		return false
-	}
-	var p message
-	if json.Unmarshal(m["params"], &p) != nil {
-		return false
-	}
-	name, ok := p.str("name")
+	_, name, p, args, ok := toolCall(m, "inputResponses", "requestState")
 	if !ok {
 		return false
-	}
-	for k := range p {
-		switch k {
-		case "name", "arguments", "_meta", "inputResponses", "requestState":
-		default:
-			return false
-		}
 	}
 	// The headers of 2026-07-28 that name the method and the tool must
 	// agree with the body; those of parameters are left to the SDK.
@@ -164,13 +150,6 @@ func (s *Server) serveCall26(w http.ResponseWriter, r *http.Request, m message) 
 		if strings.HasPrefix(k, "Mcp-Param-") {
 			return false
 		}
-	}
-	args := p["arguments"]
-	if len(args) > 0 && args[0] != '{' && string(args) != "null" {
-		return false
-	}
-	if string(args) == "null" {
-		args = nil
 	}
 	var meta sdk.Meta
 	if json.Unmarshal(p["_meta"], &meta) != nil {

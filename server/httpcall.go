@@ -285,36 +285,44 @@ func acceptsBoth(values []string) bool {
 	return jsonOK && streamOK
 }
 
-// serveCall serves one tools/call, or reports false, having written
-// nothing, for the SDK to serve it.
-func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, ws *webSession, m message) bool {
-	key, ok := idKey(m["id"])
-	if !ok {
-		return false
+// toolCall reads the id, the tool's name, the params and the arguments of
+// a tools/call that lathe's own path can serve: params of no other keys
+// than name, arguments, _meta and the extra ones named, and arguments that
+// are an object or null (nil). It reports false for anything else, which
+// the SDK's handler serves (and answers when malformed).
+func toolCall(m message, extra ...string) (key, name string, p message, args json.RawMessage, ok bool) {
+	if key, ok = idKey(m["id"]); !ok {
+		return
 	}
-	var p message
 	if json.Unmarshal(m["params"], &p) != nil {
-		return false
+		return "", "", nil, nil, false
 	}
-	name, ok := p.str("name")
-	if !ok {
-		return false
+	if name, ok = p.str("name"); !ok {
+		return
 	}
 	for k := range p {
-		switch k {
-		case "name", "arguments", "_meta":
-		default:
-			// "task", "inputResponses", "requestState" and whatever else
-			// the SDK knows and this path does not.
-			return false
+		if k != "name" && k != "arguments" && k != "_meta" && !slices.Contains(extra, k) {
+			return "", "", nil, nil, false
 		}
 	}
-	args := p["arguments"]
+	args = p["arguments"]
 	if len(args) > 0 && args[0] != '{' && string(args) != "null" {
-		return false
+		return "", "", nil, nil, false
 	}
 	if string(args) == "null" {
 		args = nil
+	}
+	return key, name, p, args, true
+}
+
+// serveCall serves one tools/call, or reports false, having written
+// nothing, for the SDK to serve it.
+func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, ws *webSession, m message) bool {
+	// "task", "inputResponses", "requestState" and whatever else the SDK
+	// knows and this path does not are the SDK's to serve.
+	key, name, p, args, ok := toolCall(m)
+	if !ok {
+		return false
 	}
 	var meta sdk.Meta
 	if raw := p["_meta"]; len(raw) > 0 && string(raw) != "null" {
