@@ -556,8 +556,23 @@ func TestCallersSoonerDeadlineGoverns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	out := e.Call(ctx, &tool.Call{Name: "sleep"})
-	// The message names the caller's deadline, not the engine's hour.
-	if !errors.Is(out.Err(), tool.ErrTimeout) || !regexp.MustCompile(`stopped after [0-9]+ms`).MatchString(out.Result.Text()) {
+	// The message names the caller's deadline, not the engine's hour: the
+	// time left of it when the tool started, or, on a machine so busy that
+	// none was left, that it had passed.
+	if !errors.Is(out.Err(), tool.ErrTimeout) ||
+		!regexp.MustCompile(`stopped after [1-9][0-9]*ms;|the caller's deadline had passed`).MatchString(out.Result.Text()) {
+		t.Fatalf("outcome = %+v", out.Result)
+	}
+}
+
+// A caller's deadline that has passed before the tool runs is a timeout
+// that says so, not a run of a negative length ("stopped after -7ms").
+func TestCallersPassedDeadline(t *testing.T) {
+	e := newEngine(t, lathe.Options{Timeout: time.Hour}, sleeper())
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	out := e.Call(ctx, &tool.Call{Name: "sleep"})
+	if !errors.Is(out.Err(), tool.ErrTimeout) || strings.Contains(out.Result.Text(), "-") {
 		t.Fatalf("outcome = %+v", out.Result)
 	}
 }

@@ -515,7 +515,7 @@ func (inv *Invocation) Seq() uint64 {
 // events keep their order; nor is anything published once the call has finished, or for a
 // call that started while nobody listened.
 func (inv *Invocation) Emit(ev Event) {
-	if inv.trace == nil {
+	if inv.trace == nil && inv.watch == nil {
 		return
 	}
 	switch ev.Kind {
@@ -532,7 +532,40 @@ func (inv *Invocation) Emit(ev Event) {
 		op.Subject, op.Reason, op.Error = scrubURLs(op.Subject), scrubURLs(op.Reason), scrubURLs(op.Error)
 		ev.Operation = &op
 	}
-	inv.trace.emit(ev)
+	if inv.watch != nil {
+		w := ev
+		if w.Time.IsZero() {
+			w.Time = time.Now()
+		}
+		w.CallID, w.Tool, w.Session = inv.Call.ID, inv.Call.Name, ""
+		if inv.trace != nil {
+			w.Call, w.Session = inv.trace.call, inv.trace.session
+		}
+		inv.watch(w)
+	}
+	if inv.trace != nil {
+		inv.trace.emit(ev)
+	}
+}
+
+// Observe adds f to the functions that see the events the stages of inv's
+// call emit ([Invocation.Emit]: the approvals the policy asks for and how
+// they were answered), whether or not anybody subscribes to the engine. f
+// is called at once, on the goroutine of the stage that emits, before the
+// event is published: for a stage that must act within the call, as package
+// telemetry opens and closes the span of an approval's wait in the call's
+// trace. f must return promptly, and must not change what the event points
+// to. Add observers before the call reaches the stages that emit (in an
+// outer stage), not from several goroutines at once.
+func (inv *Invocation) Observe(f func(Event)) {
+	if f == nil {
+		return
+	}
+	if prev := inv.watch; prev != nil {
+		inv.watch = func(ev Event) { prev(ev); f(ev) }
+		return
+	}
+	inv.watch = f
 }
 
 // toolsChanged publishes the change of the registry from old to next, made

@@ -31,8 +31,9 @@ type Invocation struct {
 	ArgsChanged bool
 
 	entry *entry
-	trace *callTrace // nil while nobody listens to call events
-	ops   opLog      // the host operations of its run (RecordOperation)
+	trace *callTrace  // nil while nobody listens to call events
+	watch func(Event) // the stage events' observers (Observe); nil for none
+	ops   opLog       // the host operations of its run (RecordOperation)
 	// timeout is the engine's default, for a tool without a timeout of its own.
 	timeout time.Duration
 }
@@ -218,7 +219,9 @@ func (e *Engine) execute(ctx context.Context, inv *Invocation) (*tool.Outcome, e
 	parent := ctx
 	var dc *deadlineCtx
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= timeout {
-		timeout = time.Until(d).Round(time.Millisecond)
+		// On a busy machine the caller's deadline may have passed
+		// already: the call then had no time at all, not a negative one.
+		timeout = max(time.Until(d).Round(time.Millisecond), 0)
 		ctx = context.WithValue(ctx, invocationKey{}, inv)
 	} else {
 		dc = withDeadline(ctx, time.Now().Add(timeout))
@@ -297,6 +300,9 @@ func (e *Engine) executeError(ctx context.Context, inv *Invocation, err error, t
 	def := &inv.Tool.Definition
 	var te *tool.Error
 	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && timeout <= 0:
+		return &tool.Error{Kind: tool.KindTimeout, Tool: def.Name, Runtime: def.Runtime, Stage: "execute",
+			Message: "the caller's deadline had passed before the tool could run"}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &tool.Error{Kind: tool.KindTimeout, Tool: def.Name, Runtime: def.Runtime, Stage: "execute",
 			Message: fmt.Sprintf("stopped after %s; the tool did not finish in time", timeout)}

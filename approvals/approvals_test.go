@@ -247,3 +247,50 @@ func TestChangesArePublished(t *testing.T) {
 		}
 	}
 }
+
+// TestOperationApproval: a host operation a rule asks about waits in the
+// queue too, naming the operation, and runs only once answered.
+func TestOperationApproval(t *testing.T) {
+	q := approvals.New(approvals.Options{})
+	p := &policy.Policy{Rules: []policy.Rule{{Tool: "*", Operation: "fetch", Approval: policy.Ask}}}
+	e := lathe.New(lathe.Options{Middleware: []lathe.Middleware{policy.Middleware(p, policy.Options{Fallback: q})}})
+	t.Cleanup(func() { e.Close() })
+	var fetched atomic.Int32
+	get := builtin.Must(builtin.Func(tool.Definition{Name: "get", Annotations: tool.Annotations{ReadOnlyHint: true}},
+		func(ctx context.Context, in struct {
+			URL string `json:"url"`
+		}) (string, error) {
+			if _, err := policy.CheckOperation(ctx, policy.OperationRequest{Kind: "fetch", Subject: in.URL}); err != nil {
+				return "", err
+			}
+			fetched.Add(1)
+			return "fetched", nil
+		}))
+	get.Timeout = 20 * time.Second
+	if err := e.Register(get); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *tool.Outcome, 1)
+	go func() {
+		done <- e.Call(context.Background(), &tool.Call{Name: "get", Arguments: json.RawMessage(`{"url":"https://example.com/x"}`)})
+	}()
+	var pd approvals.Pending
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if ps := q.Pending(); len(ps) == 1 {
+			pd = ps[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no operation approval within 10s")
+		}
+	}
+	if pd.Operation != "fetch https://example.com/x" || fetched.Load() != 0 {
+		t.Fatalf("pending %+v, fetched %d", pd, fetched.Load())
+	}
+	if err := q.Answer(pd.ID, pd.Digest, policy.Answer{Verdict: policy.AllowOnce}); err != nil {
+		t.Fatal(err)
+	}
+	if out := wait(t, done); out.Result.IsError || fetched.Load() != 1 {
+		t.Errorf("approved operation: %s, fetched %d", out.Result.Text(), fetched.Load())
+	}
+}

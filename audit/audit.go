@@ -179,7 +179,7 @@ CREATE TABLE IF NOT EXISTS calls (
 	result_bytes INTEGER NOT NULL DEFAULT 0,
 	pid INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX IF NOT EXISTS calls_tool ON calls(tool, time_ns);`
+CREATE INDEX IF NOT EXISTS calls_tool_id ON calls(tool, id);`
 
 // ignoreAll writes dir/.gitignore holding "*", unless a file of that name
 // exists: one the user wrote is theirs. O_EXCL also refuses a symbolic link
@@ -519,8 +519,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 		where = append(where, "time_ns >= ?")
 		args = append(args, f.Since.UnixNano())
 	}
-	q := `SELECT id, call_id, parent, time_ns, tool, arguments, decision, decided_by, reason, status, outcome, duration_ns,
-		args_bytes, result_bytes, pid, operations_dropped, kind, session, server FROM calls`
+	q := recordColumns
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -531,6 +530,28 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	case f.Limit > 0:
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
+	out, err := s.records(ctx, q, args)
+	if err != nil {
+		return nil, err
+	}
+	// Oldest first, as a log reads.
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	if f.Operations && len(out) > 0 {
+		if err := s.listOperations(ctx, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// recordColumns selects what [Store.records] reads of each record.
+const recordColumns = `SELECT id, call_id, parent, time_ns, tool, arguments, decision, decided_by, reason, status, outcome,
+	duration_ns, args_bytes, result_bytes, pid, operations_dropped, kind, session, server FROM calls`
+
+// records runs q, which selects [recordColumns], and reads its records.
+func (s *Store) records(ctx context.Context, q string, args []any) ([]Record, error) {
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
@@ -552,15 +573,6 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
-	}
-	// Oldest first, as a log reads.
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	if f.Operations && len(out) > 0 {
-		if err := s.listOperations(ctx, out); err != nil {
-			return nil, err
-		}
 	}
 	return out, nil
 }

@@ -38,20 +38,24 @@ type Query struct {
 	Operations bool
 }
 
-// searchIndexesSQL are the indexes of the searches: each filter of
-// [Query] that an index can narrow has one ending with the record's
-// number, so that the newest matches are found by walking the index
-// backwards, without sorting. A time range has none: records are numbered
-// in the order they start, so walking the numbers backwards meets the
-// range in order, where an index on the time would have SQLite sort the
-// whole range (measured slower: docs/benchmarks.md). CREATE … IF NOT
-// EXISTS makes them on a log
-// an earlier lathe wrote, when it is first opened.
+// searchIndexesSQL keeps one index for the searches, on the tool and the
+// record's number: the search people make most (one tool's calls, newest
+// first) walks it backwards without sorting, and so does `lathe audit
+// --tool`. The other filters (outcome, session, call id, text, time range)
+// scan the table, newest first: about 30-65 ms over 100,000 records
+// (docs/benchmarks.md). An index costs every call a write: the three more
+// this search once had (outcome, session, call id) made each record 1.6
+// times as slow to write (BenchmarkAudit: 51 against 82 µs), on the hot
+// path of every call, for searches a person makes now and then. Records
+// are numbered in the order they start, so walking the numbers backwards
+// meets a time range in order. The index on (tool, time) of earlier
+// logs is replaced, and the others are dropped where a log has them.
 const searchIndexesSQL = `
-CREATE INDEX IF NOT EXISTS calls_tool_id ON calls(tool, id);
-CREATE INDEX IF NOT EXISTS calls_outcome_id ON calls(outcome, id);
-CREATE INDEX IF NOT EXISTS calls_session_id ON calls(session, id);
-CREATE INDEX IF NOT EXISTS calls_call_id ON calls(call_id);`
+DROP INDEX IF EXISTS calls_tool;
+DROP INDEX IF EXISTS calls_outcome_id;
+DROP INDEX IF EXISTS calls_session_id;
+DROP INDEX IF EXISTS calls_call_id;
+CREATE INDEX IF NOT EXISTS calls_tool_id ON calls(tool, id);`
 
 func migrateSearch(ctx context.Context, conn *sql.Conn) error {
 	_, err := conn.ExecContext(ctx, searchIndexesSQL)
@@ -115,34 +119,15 @@ func (s *Store) Search(ctx context.Context, q Query) ([]Record, int64, error) {
 	if limit <= 0 {
 		limit = 100
 	}
-	sqlq := `SELECT id, call_id, parent, time_ns, tool, arguments, decision, decided_by, reason, status, outcome, duration_ns,
-		args_bytes, result_bytes, pid, operations_dropped, kind, session, server FROM calls`
+	sqlq := recordColumns
 	if len(where) > 0 {
 		sqlq += " WHERE " + strings.Join(where, " AND ")
 	}
 	// One more than the limit tells whether a next page exists.
 	sqlq += fmt.Sprintf(" ORDER BY id DESC LIMIT %d", limit+1)
-	rows, err := s.db.QueryContext(ctx, sqlq, args...)
+	out, err := s.records(ctx, sqlq, args)
 	if err != nil {
-		return nil, 0, fmt.Errorf("audit: %w", err)
-	}
-	defer rows.Close()
-	var out []Record
-	for rows.Next() {
-		var r Record
-		var t, d int64
-		if err := rows.Scan(&r.ID, &r.CallID, &r.Parent, &t, &r.Tool, &r.Arguments, &r.Decision, &r.DecidedBy, &r.Reason,
-			&r.Status, &r.Outcome, &d, &r.ArgsBytes, &r.ResultBytes, &r.PID, &r.OperationsDropped,
-			&r.Kind, &r.Session, &r.Server); err != nil {
-			return nil, 0, fmt.Errorf("audit: %w", err)
-		}
-		r.Time = time.Unix(0, t).UTC()
-		r.Duration = time.Duration(d)
-		r.Incomplete = r.Status == StatusStarted
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("audit: %w", err)
+		return nil, 0, err
 	}
 	var next int64
 	if len(out) > limit {

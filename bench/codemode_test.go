@@ -13,6 +13,7 @@ import (
 
 	"github.com/lathe-tools/lathe/codemode"
 	"github.com/lathe-tools/lathe/load"
+	"github.com/lathe-tools/lathe/runtime/builtin"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -28,6 +29,16 @@ for (let i = 0; i < 20; i++) {
   const text: string = await tools.read_file({path});
   counts.push({path, n: text.split("\n").filter(l => l.includes("TODO")).length});
 }
+counts.sort((a, b) => b.n - a.n || (a.path < b.path ? -1 : 1));
+return counts.slice(0, 3);
+`
+
+// cmScriptAll is cmScript with the reads started together (Promise.all),
+// which run_code runs at once, a few at a time.
+const cmScriptAll = `
+const paths = Array.from({length: 20}, (_, i) => "src/f" + String(i).padStart(2, "0") + ".txt");
+const texts: string[] = await Promise.all(paths.map(path => tools.read_file({path})));
+const counts = paths.map((path, i) => ({path, n: texts[i].split("\n").filter(l => l.includes("TODO")).length}));
 counts.sort((a, b) => b.n - a.n || (a.path < b.path ? -1 : 1));
 return counts.slice(0, 3);
 `
@@ -78,7 +89,8 @@ const cmTop3 = `[{"path":"src/f19.txt","n":57},{"path":"src/f18.txt","n":54},{"p
 // 20 files, count the lines that mention TODO, report the top 3): 20
 // direct read_file calls, whose results all go back to the model, which
 // counts; against one run_code call whose script does the reading and
-// counting and returns only the answer. Both run through the same engine
+// counting and returns only the answer (code-ms; code-all-ms with the reads
+// started together, Promise.all, which run_code runs a few at a time). Both run through the same engine
 // (policy, audit), in alternating rounds. It reports, per task, the calls
 // the model makes (direct-calls, code-calls), the bytes returned to it
 // (direct-bytes, code-bytes), the wall time of each in milliseconds
@@ -113,7 +125,8 @@ func BenchmarkCodeMode(b *testing.B) {
 		return calls, bytes
 	}
 	args, _ := json.Marshal(map[string]string{"code": cmScript})
-	code := func() (calls, bytes int) {
+	argsAll, _ := json.Marshal(map[string]string{"code": cmScriptAll})
+	run := func(args json.RawMessage) (calls, bytes int) {
 		out := e.Call(ctx, &tool.Call{Name: codemode.Name, Arguments: args})
 		if err := out.Err(); err != nil {
 			b.Fatal(err)
@@ -125,7 +138,8 @@ func BenchmarkCodeMode(b *testing.B) {
 		return 1, len(text)
 	}
 	empty, _ := json.Marshal(map[string]string{"code": "return 1"})
-	var dT, cT, eT time.Duration
+	code := func() (calls, bytes int) { return run(args) }
+	var dT, cT, aT, eT time.Duration
 	var dCalls, dBytes, cCalls, cBytes int
 	b.ResetTimer()
 	for b.Loop() {
@@ -135,6 +149,9 @@ func BenchmarkCodeMode(b *testing.B) {
 		start = time.Now()
 		cCalls, cBytes = code()
 		cT += time.Since(start)
+		start = time.Now()
+		run(argsAll)
+		aT += time.Since(start)
 		start = time.Now()
 		if out := e.Call(ctx, &tool.Call{Name: codemode.Name, Arguments: empty}); out.Err() != nil {
 			b.Fatal(out.Err())
@@ -148,6 +165,57 @@ func BenchmarkCodeMode(b *testing.B) {
 	b.ReportMetric(float64(cBytes), "code-bytes")
 	b.ReportMetric(dT.Seconds()*1000/n, "direct-ms")
 	b.ReportMetric(cT.Seconds()*1000/n, "code-ms")
+	b.ReportMetric(aT.Seconds()*1000/n, "code-all-ms")
 	b.ReportMetric(eT.Seconds()*1000/n, "empty-ms")
 	b.ReportMetric(float64(cT)/float64(dT), "code/direct")
+}
+
+// BenchmarkCodeModeWaiting measures what running a script's calls at once
+// is for: a tool that waits (5 ms, as a network or process tool waits on
+// something else) called 8 times by one script, one call after another
+// (seq-ms), and all started together with Promise.all (all-ms), which
+// run_code runs 4 at a time. all/seq is the ratio of the wall times; the
+// floor of the waiting alone is 40 ms one after another, 10 ms four at a
+// time.
+func BenchmarkCodeModeWaiting(b *testing.B) {
+	w := cmWorkspace(b)
+	type in struct{}
+	wait := builtin.Must(builtin.Func(tool.Definition{Name: "wait", Annotations: tool.Annotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ in) (string, error) {
+			select {
+			case <-time.After(5 * time.Millisecond):
+				return "waited", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}))
+	if err := w.Engine.Register(wait); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	run := func(code string) {
+		args, _ := json.Marshal(map[string]string{"code": code})
+		out := w.Engine.Call(ctx, &tool.Call{Name: codemode.Name, Arguments: args})
+		if err := out.Err(); err != nil {
+			b.Fatal(err)
+		}
+		if got := strings.TrimSpace(out.Result.Text()); got != "8" {
+			b.Fatalf("run_code answered %q, want 8", got)
+		}
+	}
+	const seq = `let n = 0; for (let i = 0; i < 8; i++) { await tools.wait({}); n++; } return n;`
+	const all = `const r = await Promise.all(Array.from({length: 8}, () => tools.wait({}))); return r.length;`
+	var sT, aT time.Duration
+	for b.Loop() {
+		start := time.Now()
+		run(seq)
+		sT += time.Since(start)
+		start = time.Now()
+		run(all)
+		aT += time.Since(start)
+	}
+	n := float64(b.N)
+	b.ReportMetric(sT.Seconds()*1000/n, "seq-ms")
+	b.ReportMetric(aT.Seconds()*1000/n, "all-ms")
+	b.ReportMetric(float64(aT)/float64(sT), "all/seq")
 }

@@ -39,3 +39,47 @@ func cpuUsed() time.Duration {
 	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
 	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano())
 }
+
+// idleCompare alternates floorOp and engineOp, one at a time, each followed
+// by a pause in which the work an operation left to other goroutines ends.
+// It reports the median wall time of each side's operations alone
+// (floor-ns/op, engine-ns/op, engine/floor) and the processor time of each
+// operation with its pause (floor-cpu-ns/op, engine-cpu-ns/op,
+// cpu-engine/floor), so that work moved off the call is still counted. The
+// processor time of a pause alone (waking from it, the runtime's own
+// work), measured the same way between them, is taken off both sides
+// (idle-cpu-ns/op), so that it does not bring the ratio closer to 1.
+func idleCompare(b *testing.B, floorOp, engineOp func()) {
+	const pause = 10 * time.Millisecond
+	floorOp()
+	engineOp()
+	time.Sleep(pause)
+	var floorCPU, engineCPU, idleCPU time.Duration
+	floorT := make([]time.Duration, 0, b.N)
+	engineT := make([]time.Duration, 0, b.N)
+	var idleT []time.Duration
+	one := func(op func(), ts *[]time.Duration, cpu *time.Duration) {
+		c0 := cpuUsed()
+		t0 := time.Now()
+		op()
+		*ts = append(*ts, time.Since(t0))
+		time.Sleep(pause)
+		*cpu += cpuUsed() - c0
+	}
+	b.ResetTimer()
+	for range b.N {
+		one(floorOp, &floorT, &floorCPU)
+		one(func() {}, &idleT, &idleCPU)
+		one(engineOp, &engineT, &engineCPU)
+	}
+	b.StopTimer()
+	mf, me := median(floorT), median(engineT)
+	b.ReportMetric(float64(mf.Nanoseconds()), "floor-ns/op")
+	b.ReportMetric(float64(me.Nanoseconds()), "engine-ns/op")
+	b.ReportMetric(float64(me)/float64(mf), "engine/floor")
+	n := float64(b.N)
+	b.ReportMetric(float64(idleCPU.Nanoseconds())/n, "idle-cpu-ns/op")
+	b.ReportMetric(float64((floorCPU-idleCPU).Nanoseconds())/n, "floor-cpu-ns/op")
+	b.ReportMetric(float64((engineCPU-idleCPU).Nanoseconds())/n, "engine-cpu-ns/op")
+	b.ReportMetric(float64(engineCPU-idleCPU)/float64(floorCPU-idleCPU), "cpu-engine/floor")
+}

@@ -130,6 +130,25 @@ func BenchmarkJSTool(b *testing.B) {
 			vm.Close()
 		}, engineOp)
 	})
+	// A call after the tool has been idle, as an agent's calls come
+	// between the model's turns: each side's call is timed alone (wall),
+	// then both wait until the work the call left behind (freeing its
+	// engine, preparing the next) is done; the processor time counts the
+	// call and that work together.
+	b.Run("floor=fresh/after=idle", func(b *testing.B) {
+		idleCompare(b, func() {
+			vm, err := quickjs.NewVM()
+			if err != nil {
+				b.Fatal(err)
+			}
+			vm.SetMemoryLimit(js.DefaultMemoryLimit)
+			if _, err := vm.EvalBytecode(bc); err != nil {
+				b.Fatal(err)
+			}
+			callIn(vm)
+			vm.Close()
+		}, engineOp)
+	})
 	b.Run("floor=warm", func(b *testing.B) {
 		vm, err := quickjs.NewVM()
 		if err != nil {

@@ -123,7 +123,10 @@ func BenchmarkServeHTTP(b *testing.B) {
 
 	connect := func(url string) *sdk.ClientSession {
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench"}, nil).
-			Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url + "/mcp", DisableStandaloneSSE: true}, nil)
+			Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url + "/mcp", DisableStandaloneSSE: true},
+				// The version the bare server speaks over HTTP, so that
+				// both clients do the same work.
+				&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -132,9 +135,12 @@ func BenchmarkServeHTTP(b *testing.B) {
 	lc, bc := connect(lts.URL), connect(bts.URL)
 	defer lc.Close()
 	defer bc.Close()
-	params := &sdk.CallToolParams{Name: "add", Arguments: map[string]any{"a": 1, "b": 2}}
+	args := map[string]any{"a": 1, "b": 2}
 	callOn := func(cs *sdk.ClientSession) {
-		r, err := cs.CallTool(ctx, params)
+		// Params of their own for each call: a go-sdk client of MCP
+		// 2026-07-28 writes its version into the params' _meta, which the
+		// other client would then send as its own.
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "add", Arguments: args})
 		if err != nil || r.IsError {
 			b.Fatalf("%v %+v", err, r)
 		}

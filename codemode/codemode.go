@@ -52,6 +52,9 @@ const (
 	DefaultMaxOutput   = 64 << 10
 	DefaultMaxListed   = 4 << 10
 	DefaultMemoryLimit = 64 << 20
+	// DefaultMaxConcurrent is how many of a script's tool calls run at
+	// once, when it starts several before awaiting them (Promise.all).
+	DefaultMaxConcurrent = 4
 )
 
 // Options configure [New]. The zero value takes the defaults.
@@ -70,6 +73,30 @@ type Options struct {
 	// MemoryLimit is the script engine's memory limit in bytes. Zero means
 	// [DefaultMemoryLimit].
 	MemoryLimit int64
+	// MaxConcurrent caps the tool calls of one script that run at once;
+	// the ones past it wait for a place. Zero means
+	// [DefaultMaxConcurrent]; 1 runs them one after another.
+	MaxConcurrent int
+	// Hide, if set, leaves the tools it reports out of run_code's
+	// description, such as the tools the policy denies outright
+	// ([policy.Policy.DeniesOutright]): a tool that can never run is not
+	// offered to the model. A script that calls one anyway gets the
+	// policy's denial, as for any call.
+	Hide func(def tool.Definition) bool
+}
+
+// listed returns the tools of defs that run_code's description lists.
+func (o Options) listed(defs []tool.Definition) []tool.Definition {
+	if o.Hide == nil {
+		return defs
+	}
+	out := defs[:0:0]
+	for _, d := range defs {
+		if !o.Hide(d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func (o Options) withDefaults() Options {
@@ -84,6 +111,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MemoryLimit <= 0 {
 		o.MemoryLimit = DefaultMemoryLimit
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = DefaultMaxConcurrent
 	}
 	return o
 }
@@ -100,6 +130,8 @@ type script struct {
 	Console     func(level, line string)
 	MaxOutput   int
 	MemoryLimit int64
+	// MaxConcurrent caps the Bindings running at once.
+	MaxConcurrent int
 }
 
 // evaluator runs a script and returns its value as JSON.
@@ -144,7 +176,7 @@ func New(e *lathe.Engine, opts Options) tool.Tool {
 		Definition: tool.Definition{
 			Name:        Name,
 			Summary:     "Run a TypeScript/JavaScript script that calls tools as async functions; returns its value and console output.",
-			Description: description + "\n" + Listing(e.Tools(), opts.MaxListed),
+			Description: description + "\n" + Listing(opts.listed(e.Tools()), opts.MaxListed),
 			InputSchema: json.RawMessage(inputSchema),
 			Annotations: tool.Annotations{Title: "Run code", DestructiveHint: tool.Bool(true), OpenWorldHint: tool.Bool(true)},
 			Runtime:     RuntimeName,
@@ -184,12 +216,13 @@ func (r *runtime) Execute(ctx context.Context, def *tool.Definition, c *tool.Cal
 	}
 	run := r.newRun(ctx, c.ID)
 	value, err := r.eval(run.ctx, &script{
-		Code:        code,
-		SourceMap:   smap,
-		Bindings:    map[string]map[string]Func{"tools": run.bindings()},
-		Console:     run.console,
-		MaxOutput:   r.opts.MaxOutput,
-		MemoryLimit: r.opts.MemoryLimit,
+		Code:          code,
+		SourceMap:     smap,
+		Bindings:      map[string]map[string]Func{"tools": run.bindings()},
+		Console:       run.console,
+		MaxOutput:     r.opts.MaxOutput,
+		MemoryLimit:   r.opts.MemoryLimit,
+		MaxConcurrent: r.opts.MaxConcurrent,
 	})
 	return run.outcome(value, err), nil
 }

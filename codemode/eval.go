@@ -22,10 +22,11 @@ func evalJS(ctx context.Context, s *script) (json.RawMessage, error) {
 	// The engine refuses a value past its limit outright; given room, it
 	// hands back a larger one, which the result cuts with a note instead.
 	return js.Eval(ctx, s.Code, js.EvalOptions{
-		MemoryLimit: s.MemoryLimit,
-		Bindings:    b,
-		Console:     s.Console,
-		MaxOutput:   4 * s.MaxOutput,
-		SourceMap:   s.SourceMap,
+		MemoryLimit:   s.MemoryLimit,
+		Bindings:      b,
+		Console:       s.Console,
+		MaxOutput:     4 * s.MaxOutput,
+		SourceMap:     s.SourceMap,
+		MaxConcurrent: s.MaxConcurrent,
 	})
 }

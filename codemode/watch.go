@@ -23,7 +23,7 @@ import (
 func Watch(e *lathe.Engine, t tool.Tool, opts Options) (cancel func()) {
 	opts = opts.withDefaults()
 	var mu sync.Mutex
-	listed := Listing(e.Tools(), opts.MaxListed)
+	listed := Listing(opts.listed(e.Tools()), opts.MaxListed)
 	known := t.Definition.Description
 	stopped := false
 	var stop func()
@@ -46,7 +46,7 @@ func Watch(e *lathe.Engine, t tool.Tool, opts Options) (cancel func()) {
 			stop()
 			return
 		}
-		next := Listing(e.Tools(), opts.MaxListed)
+		next := Listing(opts.listed(e.Tools()), opts.MaxListed)
 		if next == listed {
 			return
 		}

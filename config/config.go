@@ -43,6 +43,9 @@ type Config struct {
 	// Sandbox holds the [sandbox] table: profile, limits and permissions of
 	// process tools (see sandbox.go).
 	Sandbox Sandbox `toml:"sandbox"`
+	// Telemetry holds the [telemetry] table: what OpenTelemetry spans may
+	// carry of a call (see telemetry.go).
+	Telemetry Telemetry `toml:"telemetry"`
 	// ToolsDirs are more directories of JavaScript and TypeScript tools
 	// (tools_dirs, absolute paths or ~/…), beside the workspace's
 	// .lathe/tools and the user's own tools directory.

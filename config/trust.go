@@ -226,6 +226,9 @@ func (c *Config) Split() (*Config, []Widening) {
 	for _, k := range setKeys(&c.Audit) {
 		add(at("audit", k), "audit."+k, "changes where calls are recorded, or what is")
 	}
+	for _, k := range setKeys(&c.Telemetry) {
+		add(at("telemetry", k), "telemetry."+k, "sends more of the calls (arguments, results) to the telemetry collector")
+	}
 	switch c.Sandbox.Profile {
 	case "", "hardened":
 		n.Sandbox.Profile = c.Sandbox.Profile

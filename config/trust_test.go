@@ -192,6 +192,9 @@ path = "/tmp/forged.db"`, []string{"audit.path"}},
 enable = false`, []string{"audit.enable"}},
 		{`[audit]
 redact_values = [".*"]`, []string{"audit.redact_values"}},
+		{`[telemetry]
+arguments = true
+results = true`, []string{"telemetry.arguments", "telemetry.results"}},
 		// Narrowing only.
 		{`[tools.write_file]
 enable = false
@@ -251,7 +254,8 @@ approval = "ask"`, nil},
 		if len(tc.wants) > 0 {
 			if len(n.MCP)+len(n.Toolsets) > 0 || n.Tools["lint"] != nil || n.Tools["p"] != nil || n.Tools["sdk_greet"] != nil ||
 				n.Audit.Path != "" || n.Audit.Enable != nil || n.Audit.RedactValues != nil || len(n.Policy.Rules) > 0 ||
-				n.Sandbox.Profile != "" || len(n.Sandbox.Permissions.Write) > 0 || n.Sandbox.Limits.Memory != 0 {
+				n.Sandbox.Profile != "" || len(n.Sandbox.Permissions.Write) > 0 || n.Sandbox.Limits.Memory != 0 ||
+				n.Telemetry != (Telemetry{}) {
 				t.Errorf("%s: the widening part was kept: %+v", tc.file, n)
 			}
 			if rc := n.Tools["run_command"]; rc != nil && rc.Profile != "" {

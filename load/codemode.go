@@ -8,6 +8,7 @@ import (
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/codemode"
 	"github.com/lathe-tools/lathe/config"
+	"github.com/lathe-tools/lathe/policy"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -23,6 +24,7 @@ func registerRunCode(e *lathe.Engine, cfg *config.Config, known map[string]bool)
 	if err != nil {
 		return &ConfigError{err}
 	}
+	opts.Hide = deniedOutright(Policy(cfg))
 	t := codemode.New(e, opts)
 	known[t.Definition.Name] = true
 	if !cfg.Apply(&t) {
@@ -34,11 +36,22 @@ func registerRunCode(e *lathe.Engine, cfg *config.Config, known map[string]bool)
 	return e.Own(closerFunc(codemode.Watch(e, t, opts)))
 }
 
+// deniedOutright reports the tools p denies whatever their arguments,
+// which code mode does not offer to the model.
+func deniedOutright(p *policy.Policy) func(tool.Definition) bool {
+	return func(def tool.Definition) bool {
+		_, denied := p.DeniesOutright(&def)
+		return denied
+	}
+}
+
 // declaration renders a tool for describe_tools as a run_code script calls
-// it, while run_code is registered in e.
-func declaration(e *lathe.Engine) func(tool.Definition) string {
+// it, while run_code is registered in e; a tool the policy denies outright
+// has none, since a script cannot call it.
+func declaration(e *lathe.Engine, cfg *config.Config) func(tool.Definition) string {
+	denied := deniedOutright(Policy(cfg))
 	return func(def tool.Definition) string {
-		if def.Name == codemode.Name {
+		if def.Name == codemode.Name || denied(def) {
 			return ""
 		}
 		if _, ok := e.Lookup(codemode.Name); !ok {
@@ -62,8 +75,9 @@ func runCodeOptions(name string, t *config.Tool) bool {
 		!t.Shell && t.Runtime == ""
 }
 
-// runCodeConfig reads [tools.run_code.options]: max_calls, max_output_bytes
-// and memory_bytes, each a positive integer. Errors name the table's file
+// runCodeConfig reads [tools.run_code.options]: max_calls,
+// max_concurrent_calls, max_output_bytes and memory_bytes, each a positive
+// integer. Errors name the table's file
 // and line.
 func runCodeConfig(t *config.Tool) (codemode.Options, error) {
 	var opts codemode.Options
@@ -83,9 +97,11 @@ func runCodeConfig(t *config.Tool) (codemode.Options, error) {
 			opts.MaxOutput = int(n)
 		case "memory_bytes":
 			opts.MemoryLimit = n
+		case "max_concurrent_calls":
+			opts.MaxConcurrent = int(n)
 		default:
 			return opts, &config.Error{Pos: t.Pos, Msg: fmt.Sprintf(
-				"tools.run_code.options: unknown key %q (max_calls, max_output_bytes, memory_bytes)", k)}
+				"tools.run_code.options: unknown key %q (max_calls, max_concurrent_calls, max_output_bytes, memory_bytes)", k)}
 		}
 	}
 	return opts, nil

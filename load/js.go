@@ -282,26 +282,7 @@ func ToolTrustText(workspace, file string) ([]byte, error) {
 // name elsewhere, and the clash is reported.
 func (w *Workspace) loadJS(ctx context.Context, opts *Options, known map[string]bool) error {
 	cfg := w.Config
-	var found []jsFile
-	where := map[string]string{}
-	for _, d := range toolsDirs(w.Dir, cfg) {
-		files, errs := scanTools(d.Path)
-		for _, err := range errs {
-			opts.warn(err)
-		}
-		for _, f := range files {
-			if prev, ok := where[f.Name]; ok {
-				opts.warn(fmt.Errorf("the tool %s of %s is used; %s defines one of the same name, left out", f.Name, prev, f.File))
-				continue
-			}
-			if known[f.Name] {
-				opts.warn(fmt.Errorf("%s defines the tool %s, which is already defined; it is left out", f.File, f.Name))
-				continue
-			}
-			where[f.Name] = f.File
-			found = append(found, f)
-		}
-	}
+	found := w.findJS(opts.warn, known)
 	if len(found) == 0 {
 		return nil
 	}
@@ -352,6 +333,81 @@ func (w *Workspace) loadJS(ctx context.Context, opts *Options, known map[string]
 	return errors.Join(errs...)
 }
 
+// findJS returns the tool files of the tools directories, the first of
+// each name, leaving out the names known already and warning of both.
+func (w *Workspace) findJS(warn func(error), known map[string]bool) []jsFile {
+	var found []jsFile
+	where := map[string]string{}
+	for _, d := range toolsDirs(w.Dir, w.Config) {
+		files, errs := scanTools(d.Path)
+		for _, err := range errs {
+			warn(err)
+		}
+		for _, f := range files {
+			if prev, ok := where[f.Name]; ok {
+				warn(fmt.Errorf("the tool %s of %s is used; %s defines one of the same name, left out", f.Name, prev, f.File))
+				continue
+			}
+			if known[f.Name] {
+				warn(fmt.Errorf("%s defines the tool %s, which is already defined; it is left out", f.File, f.Name))
+				continue
+			}
+			where[f.Name] = f.File
+			found = append(found, f)
+		}
+	}
+	return found
+}
+
+// UntrustedTools returns the tool files of w's tools directories that are
+// not trusted as they are now: the ones [Open] would leave out (or ask
+// about). It builds each tool as Open does (through the transpile cache)
+// but runs none and asks nobody, for the commands that only read the
+// configuration ([ReadConfig]) and yet say what trust leaves out. A tool
+// that does not build is not listed: Open reports it.
+func (w *Workspace) UntrustedTools() ([]Untrusted, error) {
+	found := w.findJS(func(error) {}, nil)
+	if len(found) == 0 {
+		return nil, nil
+	}
+	store, err := trustStore()
+	if err != nil {
+		return nil, &TrustError{Err: err}
+	}
+	cacheDir := transpile.DefaultCacheDir()
+	var out []Untrusted
+	for _, f := range found {
+		b, err := buildJS(f, w.Dir, cacheDir)
+		if err != nil {
+			continue
+		}
+		st, rec, err := store.Check(w.Dir, b.File, b.TrustText)
+		if err != nil {
+			return out, &TrustError{Err: err}
+		}
+		if st != trust.Trusted {
+			out = append(out, untrustedJS(b, st, rec))
+		}
+	}
+	return out, nil
+}
+
+// untrustedJS describes the tool b, whose trust is st (rec the record
+// trusted before, if any), for the person who may trust it: what it would
+// do, and its code or what changed in it.
+func untrustedJS(b *builtJS, st trust.Status, rec *trust.Record) Untrusted {
+	u := Untrusted{File: b.File, Status: st, Widenings: []config.Widening{{
+		Pos: config.Pos{File: b.File}, Key: "tool " + b.Name,
+		What: fmt.Sprintf("runs the JavaScript tool %s, built from %d files", b.Name, len(b.Result.Inputs)),
+	}}}
+	old := ""
+	if rec != nil {
+		old = rec.Content
+	}
+	u.Diff = trust.Diff(old, string(b.TrustText))
+	return u
+}
+
 // trustJS says whether the tool b is trusted as it is now, asking
 // [Options].Trust once when it is not; a tool left untrusted is listed in
 // [Workspace].Untrusted.
@@ -366,16 +422,8 @@ func (w *Workspace) trustJS(ctx context.Context, opts *Options, store *trust.Sto
 	if st == trust.Trusted {
 		return true, nil
 	}
-	u := Untrusted{File: b.File, Status: st, Widenings: []config.Widening{{
-		Pos: config.Pos{File: b.File}, Key: "tool " + b.Name,
-		What: fmt.Sprintf("runs the JavaScript tool %s, built from %d files", b.Name, len(b.Result.Inputs)),
-	}}}
 	// The person sees the code: what changed, or the whole of a new tool.
-	old := ""
-	if rec != nil {
-		old = rec.Content
-	}
-	u.Diff = trust.Diff(old, string(b.TrustText))
+	u := untrustedJS(b, st, rec)
 	if opts.Trust != nil {
 		ok, err := opts.Trust(ctx, u)
 		if err != nil {

@@ -129,6 +129,12 @@ type Options struct {
 	// [DefaultPingInterval], and restarted when they do not answer. A
 	// one-shot command leaves it false and pings nothing.
 	LongLived bool
+	// Stages, if set, is given the configuration and the engine's own
+	// stages, outer (the audit log) and inner (the policy), and returns
+	// those the engine is built with: how a program adds stages of its own
+	// around them, as lathe's CLI adds package telemetry's spans. Nil
+	// builds the engine with lathe's stages alone.
+	Stages func(cfg *config.Config, outer, inner []lathe.Middleware) ([]lathe.Middleware, []lathe.Middleware, error)
 	// RefreshToolCache starts every upstream server to list its tools, as
 	// if none were cached, and caches what they list (lathe list
 	// --refresh).
@@ -269,6 +275,11 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 	if err != nil {
 		return err
 	}
+	if opts.Stages != nil {
+		if outer, inner, err = opts.Stages(cfg, outer, inner); err != nil {
+			return err
+		}
+	}
 	// What is routed to a queue does not run here: the loaders below see
 	// a configuration without it, and loadRemote registers it from the
 	// queue.
@@ -300,7 +311,7 @@ func (w *Workspace) build(ctx context.Context, opts *Options, pending []config.P
 	if err := e.Own(root); err != nil {
 		return err
 	}
-	std, err := tools.Standard(w.Dir, tools.Options{Describe: e.Lookup, Declaration: declaration(e), Workspace: root})
+	std, err := tools.Standard(w.Dir, tools.Options{Describe: e.Lookup, Declaration: declaration(e, cfg), Workspace: root})
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func readBody(next http.Handler) http.Handler {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		// Tasks: a tools/call's "task" is kept (tasks.go).
 		body = liftTaskBody(body)
-		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		r.Body, r.ContentLength = &heldBody{Reader: bytes.NewReader(body), b: body}, int64(len(body))
 		next.ServeHTTP(w, r)
 	})
 }
@@ -154,3 +154,21 @@ func (a *answerStarted) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection (to flush a
 // stream, to set deadlines).
 func (a *answerStarted) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
+// heldBody is a request body readBody has read whole: the handlers behind
+// it take the bytes (heldBytes) instead of reading them again.
+type heldBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*heldBody) Close() error { return nil }
+
+// heldBytes returns the body readBody read, unless a handler between has
+// replaced it.
+func heldBytes(r *http.Request) ([]byte, bool) {
+	if h, ok := r.Body.(*heldBody); ok {
+		return h.b, true
+	}
+	return nil, false
+}

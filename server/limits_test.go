@@ -81,7 +81,9 @@ func connectHTTP(ts *httptest.Server) (*sdk.ClientSession, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil)
-	return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, nil)
+	// Sessions: a client of MCP 2026-07-28 over HTTP has none.
+	return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1},
+		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 }
 
 // TestSessionCap: past the cap, a new session is refused with a clear 503;

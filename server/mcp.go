@@ -49,6 +49,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lathe-tools/lathe"
@@ -62,10 +63,10 @@ import (
 // server's elicitation or sampling, a question, an approval) go back as
 // input requests, and the call waits for the client's next round; under
 // the versions before it they are sent while the call runs. Over
-// streamable HTTP, where the SDK serves 2026-07-28 only without sessions,
-// a client of 2026-07-28 is answered with 2025-11-25. The result is a
-// copy: no package a program imports can make its servers claim a version
-// they do not speak.
+// streamable HTTP a client of 2026-07-28 has no session, as that version
+// has none; its calls wait between rounds in a session of the server's
+// own (see [Server.Handler]). The result is a copy: no package a program
+// imports can make its servers claim a version they do not speak.
 func ProtocolVersions() []string { return slices.Clone(protocolVersions) }
 
 var protocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
@@ -100,14 +101,22 @@ type Server struct {
 	mcp  *sdk.Server
 	ids  atomic.Uint64
 
-	mu       sync.Mutex
-	served   map[string]string // tool name → the definition served, as JSON
+	mu     sync.Mutex
+	served map[string]string // tool name → the definition served, as JSON
+	// outputs says, of each tool served, whether it declares an output
+	// schema.
+	outputs  map[string]bool
 	sessions map[*sdk.ServerSession]*clientSession
 	// byHTTPID finds a streamable HTTP session by its Mcp-Session-Id, so
 	// that a DELETE can end its calls before the SDK waits for them.
 	byHTTPID    map[string]*clientSession
 	lastSession uint64
-	wg          sync.WaitGroup
+	// idleTimeout ends a streamable HTTP session with no request for this
+	// long (keepSessions); zero, never.
+	idleTimeout time.Duration
+	// r26 runs the calls of clients of MCP 2026-07-28 over HTTP (http26.go).
+	r26 round26
+	wg  sync.WaitGroup
 	// unsubscribe ends the server's subscription to the engine's events.
 	unsubscribe func()
 	closeOnce   sync.Once
@@ -134,6 +143,9 @@ type clientSession struct {
 	// session, and every approval or question it waits for, ends with it.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// web is what the HTTP face keeps of a streamable HTTP session
+	// (httpcall.go); nil for other sessions.
+	web *webSession
 }
 
 // New returns a server of e's tools.
@@ -147,7 +159,7 @@ func New(e *lathe.Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{e: e, opts: opts, served: map[string]string{}, sessions: map[*sdk.ServerSession]*clientSession{},
+	s := &Server{e: e, opts: opts, served: map[string]string{}, outputs: map[string]bool{}, sessions: map[*sdk.ServerSession]*clientSession{},
 		byHTTPID: map[string]*clientSession{}}
 	sopts := &sdk.ServerOptions{
 		Instructions: opts.Instructions,
@@ -162,6 +174,9 @@ func New(e *lathe.Engine, opts Options) *Server {
 	s.surfaceOptions(sopts)
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, sopts)
 	s.gate(sopts)
+	// What the HTTP face's own calls send their client goes on their own
+	// responses (httpcall.go).
+	s.mcp.AddSendingMiddleware(callMiddleware)
 	// Sessions are tracked from their first request, so that Close also
 	// ends those whose client never finished initializing. Every request
 	// of a session ends when the session does: the SDK waits for the
@@ -214,10 +229,31 @@ func (s *Server) track(ss *sdk.ServerSession) {
 	httpID := ss.ID()
 	if httpID != "" {
 		s.byHTTPID[httpID] = cs
+		cs.web = &webSession{ss: ss, calls: map[string]context.CancelFunc{}, asked: map[string]chan *jsonrpc.Response{}}
+		if s.idleTimeout > 0 {
+			web := cs.web
+			cs.web.idle = time.AfterFunc(s.idleTimeout, func() {
+				web.mu.Lock()
+				idle := web.busy == 0 && !web.ended
+				web.mu.Unlock()
+				if idle {
+					cs.cancel()
+					ss.Close()
+				}
+			})
+		}
 	}
 	s.wg.Go(func() {
 		ss.Wait()
 		cs.cancel()
+		if w := cs.web; w != nil {
+			w.mu.Lock()
+			w.ended = true
+			if w.idle != nil {
+				w.idle.Stop()
+			}
+			w.mu.Unlock()
+		}
 		s.mu.Lock()
 		delete(s.sessions, ss)
 		if httpID != "" && s.byHTTPID[httpID] == cs {
@@ -282,6 +318,7 @@ func (s *Server) Close() error {
 		ss.Close()
 	}
 	s.wg.Wait()
+	s.r26.close()
 	// Tasks outlive their sessions, not the server (tasks.go).
 	s.tasks.close()
 	return nil
@@ -310,12 +347,14 @@ func (s *Server) Sync() {
 			continue
 		}
 		s.served[d.Name] = string(b)
+		s.outputs[d.Name] = t.OutputSchema != nil
 	}
 	var gone []string
 	for name := range s.served {
 		if !now[name] {
 			gone = append(gone, name)
 			delete(s.served, name)
+			delete(s.outputs, name)
 		}
 	}
 	if len(gone) > 0 {
@@ -387,11 +426,18 @@ func (s *Server) run(ctx context.Context, ss *sdk.ServerSession, req *sdk.CallTo
 	caps *sdk.ClientCapabilities, to asker) *sdk.CallToolResult {
 	{
 		ctx = tool.WithHooks(ctx, s.hooks(ctx, ss, to, req.Params.GetProgressToken(), caps))
+		ctx = withTrace(ctx, req)
 		// An "allow for the session" a client's person gives holds for that
 		// client alone, not for every client of the server, nor for a later
 		// one, and is forgotten when the session ends.
 		cs := s.session(ss)
-		ctx = lathe.WithSessionEnd(lathe.WithSession(ctx, cs.id), cs.ctx.Done())
+		sid, end := cs.id, cs.ctx.Done()
+		if fc, ok := ctx.Value(callKey{}).(*fastCall); ok && fc.session != "" {
+			// A call of a client of MCP 2026-07-28 over HTTP, which has no
+			// session: what holds "for the session" holds for the call.
+			sid, end = fc.session, ctx.Done()
+		}
+		ctx = lathe.WithSessionEnd(lathe.WithSession(ctx, sid), end)
 		c := &tool.Call{ID: "mcp-" + strconv.FormatUint(s.ids.Add(1), 10), Name: name}
 		if len(req.Params.Arguments) > 0 {
 			c.Arguments = req.Params.Arguments
@@ -656,7 +702,14 @@ const Path = "/mcp"
 // that reached a loopback address under a foreign Host name (DNS rebinding);
 // with a token, it rejects a request without it. It bounds what one client
 // can hold: the sessions open at once, a request body's size, and the time
-// to send it (see [HTTPOptions]).
+// to send it (see [HTTPOptions]), and what a call's stream holds for a
+// client that does not read it.
+//
+// It serves tools/call itself, and every other request through the MCP
+// SDK's handler. Clients of MCP 2026-07-28, which have no session, are
+// served that version: their calls' questions come back as input requests,
+// and a call waits for the client's next round in a session of the
+// server's own; an approval "for the session" holds for that call.
 //
 // Without a token, anyone who can reach the address can call every tool and
 // answer its own approvals: on a machine with other users that includes
@@ -664,9 +717,22 @@ const Path = "/mcp"
 // on a Unix socket only you can open.
 func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	maxBody := cmp.Or(opts.MaxBodyBytes, DefaultMaxBodyBytes)
-	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp },
-		&sdk.StreamableHTTPOptions{Logger: s.opts.Logger, SessionTimeout: cmp.Or(opts.SessionTimeout, time.Hour),
-			MaxRequestBodyBytes: maxBody})
+	// The sessions' idle time is kept by keepSessions, which sees every
+	// request, those that serveCalls serves too; the SDK's timer would not.
+	getServer := func(*http.Request) *sdk.Server { return s.mcp }
+	stateful := sdk.NewStreamableHTTPHandler(getServer,
+		&sdk.StreamableHTTPOptions{Logger: s.opts.Logger, MaxRequestBodyBytes: maxBody})
+	// Clients of MCP 2026-07-28 have no session: the SDK serves them
+	// statelessly, their tools/calls aside (http26.go).
+	stateless := sdk.NewStreamableHTTPHandler(getServer,
+		&sdk.StreamableHTTPOptions{Logger: s.opts.Logger, MaxRequestBodyBytes: maxBody, Stateless: true})
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sessionless(r) {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
 	h = s.endOnDelete(h)
 	// Task notifications on the sessions' standalone streams (tasknotify.go).
 	h = s.taskStream(h)
@@ -674,6 +740,9 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 		h = s.limitSessions(max, h)
 	}
 	h = endWithAnswer(h)
+	// tools/call, on lathe's own path (httpcall.go).
+	h = s.serveCalls(h)
+	h = s.keepSessions(cmp.Or(opts.SessionTimeout, time.Hour), h)
 	h = readBody(h)
 	h = sameOrigin(h)
 	if opts.Token != "" {

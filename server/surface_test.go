@@ -285,7 +285,8 @@ func TestLogsThroughServer(t *testing.T) {
 		} else {
 			var err error
 			cs, err = sdk.NewClient(&sdk.Implementation{Name: "test"}, opts).Connect(context.Background(),
-				&sdk.StreamableClientTransport{Endpoint: ts.URL + server.Path}, nil)
+				&sdk.StreamableClientTransport{Endpoint: ts.URL + server.Path},
+				&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // logging/setLevel is of the versions before 2026-07-28
 			if err != nil {
 				t.Fatal(err)
 			}

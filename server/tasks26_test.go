@@ -778,11 +778,10 @@ func (r *recordDiscover) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// Over streamable HTTP, where lathe offers the versions up to 2025-11-25,
-// server/discover does not advertise the extension of 2026-07-28: a
-// go-sdk client of 2026-07-28 initializes with 2025-11-25 there (where
-// initialize advertises the tasks of 2025-11-25, as dial checks).
-func TestTask2026NotOverHTTP(t *testing.T) {
+// Over streamable HTTP, server/discover offers 2026-07-28 and advertises
+// its tasks extension: a go-sdk client of 2026-07-28 speaks it there (see
+// TestHTTP2026Task for a task over HTTP).
+func TestTask2026OverHTTP(t *testing.T) {
 	srv := server.New(newEngine(t, testTools()...), server.Options{})
 	url := serveTasks(t, srv, nil)
 	rec := &recordDiscover{}
@@ -798,11 +797,11 @@ func TestTask2026NotOverHTTP(t *testing.T) {
 	rec.mu.Lock()
 	body := string(rec.body)
 	rec.mu.Unlock()
-	if !strings.Contains(body, "supportedVersions") || strings.Contains(body, "2026-07-28") ||
-		strings.Contains(body, "io.modelcontextprotocol/tasks") {
+	if !strings.Contains(body, "supportedVersions") || !strings.Contains(body, "2026-07-28") ||
+		!strings.Contains(body, "io.modelcontextprotocol/tasks") {
 		t.Errorf("server/discover over HTTP: %s", body)
 	}
-	if ir := cs.InitializeResult(); ir == nil || ir.ProtocolVersion != "2025-11-25" {
+	if ir := cs.InitializeResult(); ir == nil || ir.ProtocolVersion != "2026-07-28" {
 		t.Fatalf("the session's version: %+v", ir)
 	}
 }

@@ -598,7 +598,9 @@ func TestTaskAsksItsClient(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url}, nil)
+	// The tasks of 2025-11-25, which a client of 2026-07-28 does not get.
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url},
+		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,8 +61,10 @@ func silentClient(t *testing.T, url string) (*sdk.ClientSession, <-chan struct{}
 			}
 		},
 	})
+	// A session of 2025-11-25, asked while its call runs: a client of
+	// 2026-07-28 over HTTP has no session, and is asked between rounds.
 	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearerRT("t")}}, nil)
+		HTTPClient: &http.Client{Transport: bearerRT("t")}}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

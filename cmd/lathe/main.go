@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/lathe-tools/lathe/cli"
+	// OpenTelemetry, as the OTEL_* variables say (docs/telemetry.md).
+	_ "github.com/lathe-tools/lathe/cli/otelcli"
 )
 
 func main() { os.Exit(cli.Main()) }

@@ -49,6 +49,9 @@ func MainWith(extra ...tool.Tool) int {
 // Run runs lathe with args and returns the exit code.
 func Run(ctx context.Context, args []string, s Streams, extra ...tool.Tool) int {
 	root, g := newRoot(s, extra)
+	// Deferred first, so that it runs last: the spans of the calls the
+	// closing workspaces end are exported too.
+	defer g.closeTelemetry()
 	defer g.closeWorkspaces()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -109,6 +112,12 @@ type globals struct {
 
 	mu     sync.Mutex
 	opened []*load.Workspace // closed when the command ends
+	// tel is the command's telemetry, from the OTEL_* variables, made
+	// when the first workspace opens; metrics says the command serves
+	// /metrics (see telemetry.go).
+	tel     Telemetry
+	telMade bool
+	metrics bool
 
 	// trust says what openEngine does with a workspace configuration
 	// that needs a person's trust and lacks it (see trust.go).

@@ -122,6 +122,16 @@ func explainConfig(cfg *config.Config, pending []load.Untrusted, ws string) *con
 			fj.Trust = trustOfApplied(f, ws)
 		}
 		x.Files = append(x.Files, fj)
+		delete(left, f)
+	}
+	// What is left is tool files (NAME.ts, tool.json): not configuration,
+	// but left out for want of trust all the same.
+	for _, p := range pending {
+		if _, ok := left[p.File]; ok {
+			for _, w := range p.Widenings {
+				x.LeftOut = append(x.LeftOut, leftOutJSON{File: w.Pos.File, Line: w.Pos.Line, Key: w.Key, What: w.What})
+			}
+		}
 	}
 	set := map[string]bool{}
 	for _, s := range cfg.Settings() {

@@ -59,6 +59,11 @@ func (g *globals) openWorkspace(ctx context.Context) (*load.Workspace, error) {
 	opts.RefreshToolCache = g.refresh
 	opts.Dispatch = g.dispatch
 	opts.Serving = g.serving
+	stages, err := g.telemetryStages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	opts.Stages = stages
 	w, err := load.Open(ctx, opts)
 	if err != nil {
 		return nil, g.loadError(err)
@@ -110,6 +115,7 @@ func (g *globals) readWorkspace(mode trustMode) (*load.Workspace, error) {
 	if err != nil {
 		return nil, g.loadError(err)
 	}
+	g.addUntrustedTools(w)
 	g.reportUntrusted(w)
 	return w, nil
 }
@@ -123,8 +129,21 @@ func (g *globals) loadConfig(ws string, mode trustMode) (*config.Config, []load.
 	if err != nil {
 		return nil, nil, g.loadError(err)
 	}
+	g.addUntrustedTools(w)
 	g.reportUntrusted(w)
 	return w.Config, w.Untrusted, nil
+}
+
+// addUntrustedTools adds the tool files trust leaves out to w.Untrusted:
+// ReadConfig builds no engine, so it does not look at them, and a command
+// that reads only the configuration says what trust leaves out as one that
+// loads the tools does.
+func (g *globals) addUntrustedTools(w *load.Workspace) {
+	u, err := w.UntrustedTools()
+	if err != nil {
+		fmt.Fprintln(g.streams.Err, "lathe: warning:", err)
+	}
+	w.Untrusted = append(w.Untrusted, u...)
 }
 
 // reportUntrusted says what trust left out of w, and how to trust it.

@@ -36,7 +36,9 @@ func newServeCmd(g *globals) *cobra.Command {
 			"it too): --token, else $" + TokenEnv + ", else the workspace's token, made the first time and kept in\n" +
 			"a file only you can read ($XDG_STATE_HOME/lathe/tokens); it is printed on standard error.\n" +
 			"--http unix:PATH serves on a Unix socket only you can open, without a token. Requests from other\n" +
-			"web origins are refused.",
+			"web origins are refused.\n\n" +
+			"With --http it also serves the HTTP API at /api/ (docs/http.md): the tools, live calls, approvals\n" +
+			"a client cannot answer itself, the audit log, grants, a reload, and the engine's events.",
 		Args: usage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Over stdio there is nothing to authenticate: a token given
@@ -66,6 +68,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			g.trust = trustRefuse
 			g.hooks = tool.Hooks{}
 			g.longLived = true
+			g.metrics = ln != nil
 			// Over HTTP a person can answer from the API (or its page)
 			// what a client cannot; the queue and the live calls are made
 			// once the configuration is read, before any call comes.
@@ -92,6 +95,9 @@ func newServeCmd(g *globals) *cobra.Command {
 			// The page holds no data: it reads everything from the API,
 			// which authenticates each request.
 			mounts := map[string]http.Handler{"/": web.Handler()}
+			if m := g.metricsMount(token); m != nil {
+				mounts["/metrics"] = m
+			}
 			st, err := face.serve(ctx, g, w, srv, token, mounts)
 			if err != nil {
 				return err

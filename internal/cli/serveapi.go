@@ -99,7 +99,6 @@ type serving struct {
 	mounts map[string]http.Handler // beside MCP and the API
 	cur    atomic.Pointer[generation]
 	mu     sync.Mutex // one reload at a time
-	first  *generation
 	closed bool
 }
 
@@ -118,8 +117,7 @@ func (f *apiFace) serve(ctx context.Context, g *globals, w *load.Workspace, srv 
 	if st.api, err = httpapi.New(opts); err != nil {
 		return nil, err
 	}
-	st.first = st.generation(w, srv)
-	st.cur.Store(st.first)
+	st.cur.Store(st.generation(w, srv))
 	return st, nil
 }
 
@@ -169,11 +167,11 @@ func (st *serving) reload(ctx context.Context) error {
 	srv := server.New(w.Engine, server.Options{Name: "lathe", Version: version(), Upstream: w.MCP, Logger: st.g.logger(),
 		Audit: accessAudit(w)})
 	old := st.cur.Swap(st.generation(w, srv))
+	// The old workspace's engine and upstream servers go now, not when
+	// the command ends (closing again, as the command does for the
+	// first, does nothing).
 	old.srv.Close()
-	if old != st.first {
-		// The first generation is closed by the command, at its end.
-		old.w.Close()
-	}
+	old.w.Close()
 	return nil
 }
 
@@ -186,17 +184,15 @@ func (st *serving) end() error {
 	return st.cur.Load().srv.Close()
 }
 
-// close closes the API and, if a reload replaced the first generation,
-// the current one; the command closes the first.
+// close closes the API and the current generation.
 func (st *serving) close() {
 	st.api.Close()
 	st.mu.Lock()
 	st.closed = true
 	st.mu.Unlock()
-	if cur := st.cur.Load(); cur != st.first {
-		cur.srv.Close()
-		cur.w.Close()
-	}
+	cur := st.cur.Load()
+	cur.srv.Close()
+	cur.w.Close()
 }
 
 func patternStrings(ps []config.Pattern) []string {

@@ -15,10 +15,15 @@ import (
 
 // Func is a Go function bound into a script by [EvalOptions].Bindings. It
 // receives the JSON of its first argument ("null" when there is none) and
-// returns the JSON of its value. A returned error is thrown in the script as
-// an Error with the error's text, which the script can catch. When ctx ends
-// while a Func runs, Eval may return before the Func does; the Func's ctx
-// is done then.
+// returns the JSON of its value. A returned error rejects the script's
+// promise with an Error with the error's text, which the script can catch.
+// Funcs run on goroutines of their own, several at once when the script
+// starts several before awaiting them (Promise.all): a Func must be safe
+// for concurrent use. When ctx ends while a Func runs, Eval may return
+// before the Func does; the Func's ctx is done then. Its ctx is also done
+// once the script has settled: a call the script started and did not await
+// is cancelled, and Eval waits for it (up to two seconds) before it
+// returns.
 type Func func(ctx context.Context, arg json.RawMessage) (json.RawMessage, error)
 
 // EvalOptions configure [Eval].
@@ -27,9 +32,13 @@ type EvalOptions struct {
 	// [DefaultMemoryLimit].
 	MemoryLimit int64
 	// Bindings are the Go functions the script may call:
-	// globalThis[ns][name](arg). Each returns its value synchronously, and
-	// await on it works too.
+	// globalThis[ns][name](arg), which returns a promise of the Func's
+	// value.
 	Bindings map[string]map[string]Func
+	// MaxConcurrent bounds the Funcs running at once; the calls past it
+	// wait for a place, in the order the script made them. 0 means
+	// [DefaultMaxConcurrent]; 1 runs them one after another.
+	MaxConcurrent int
 	// Console receives the lines of console.log, info, warn, error and
 	// debug, with that level; nil discards them.
 	Console func(level, line string)
@@ -42,6 +51,15 @@ type EvalOptions struct {
 	// throws. A map that cannot be read is an error of Eval's.
 	SourceMap []byte
 }
+
+// DefaultMaxConcurrent is the number of bound Funcs one script may have
+// running at once when [EvalOptions] sets none.
+const DefaultMaxConcurrent = 8
+
+// maxWaiting bounds the calls a script has made that wait for a place: a
+// script that starts calls in a loop without awaiting them gets an error
+// past it, instead of lathe holding its arguments without end.
+const maxWaiting = 1024
 
 // Eval runs a script in a fresh engine, within ctx's deadline and the
 // memory limit. The script is the body of an async function: top-level
@@ -75,7 +93,7 @@ func eval(ctx context.Context, code string, opts EvalOptions) (json.RawMessage, 
 		err error
 	}
 	done := make(chan answer, 1)
-	s := &script{ctx: ctx, opts: &opts}
+	s := &script{ctx: ctx, opts: &opts, ready: make(chan struct{}, 1)}
 	goEngine(func() {
 		res, err := s.eval(code)
 		done <- answer{res, err}
@@ -107,7 +125,17 @@ func (s *script) eval(code string) (json.RawMessage, error) {
 	if opts.MaxOutput <= 0 {
 		opts.MaxOutput = 1 << 20
 	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = DefaultMaxConcurrent
+	}
 	o := Options{MemoryLimit: opts.MemoryLimit}
+	// The bound functions' context ends when the script settles, and
+	// the engine waits for the calls it started before it reports: no
+	// call of the script runs on after Eval has returned its answer.
+	var stopCalls context.CancelFunc
+	s.callCtx, stopCalls = context.WithCancel(ctx)
+	defer s.waitCalls()
+	defer stopCalls()
 	fail := func(msg string) error {
 		return &tool.Error{Kind: tool.KindRuntimeFailure, Runtime: RuntimeName, Stage: "execute", Message: msg}
 	}
@@ -150,9 +178,15 @@ func (s *script) eval(code string) (json.RawMessage, error) {
 	for err == nil && !s.settled && ctx.Err() == nil {
 		var n int
 		n, err = vm.ExecutePendingJobs()
-		if n == 0 && err == nil {
+		if n > 0 || err != nil {
+			continue
+		}
+		// Nothing left to run in the engine: what can still settle the
+		// script is a call's answer.
+		if s.running == 0 {
 			break
 		}
+		err = s.deliver(vm)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -198,6 +232,102 @@ type script struct {
 
 	mu       sync.Mutex
 	returned bool // Eval has returned without waiting for the engine
+
+	// The script's calls of bound functions. Only the engine's goroutine
+	// touches these, but for done, which the calls' goroutines append to.
+	callCtx context.Context
+	nextID  int
+	running int           // calls started and not yet delivered
+	waiting []pendingCall // calls made past MaxConcurrent, in order
+	started int           // calls running on their goroutines
+	wg      sync.WaitGroup
+	doneMu  sync.Mutex
+	done    []callResult
+	ready   chan struct{} // a call has ended; capacity 1
+}
+
+// pendingCall is a call the script made that waits for a place.
+type pendingCall struct {
+	id       int
+	ns, name string
+	f        Func
+	arg      json.RawMessage
+}
+
+// callResult is a call's answer, as the envelope the prelude reads.
+type callResult struct {
+	id       int
+	envelope string
+}
+
+// start runs a call on a goroutine of its own.
+func (s *script) start(c pendingCall) {
+	s.started++
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		out, err := c.f(s.callCtx, c.arg)
+		var env any
+		switch {
+		case err != nil:
+			env, _ = errEnvelope(-32002, err.Error())
+		case len(out) == 0:
+			env = `{"r":null}`
+		case !json.Valid(out):
+			env, _ = errEnvelope(-32002, c.ns+"."+c.name+" returned a value that is not JSON")
+		default:
+			env = `{"r":` + string(out) + `}`
+		}
+		s.doneMu.Lock()
+		s.done = append(s.done, callResult{c.id, env.(string)})
+		s.doneMu.Unlock()
+		select {
+		case s.ready <- struct{}{}:
+		default:
+		}
+	}()
+}
+
+// deliver waits for calls to end (or for the script's context to), and
+// hands their answers to the script, starting calls that waited for their
+// places.
+func (s *script) deliver(vm *quickjs.VM) error {
+	select {
+	case <-s.ready:
+	case <-s.ctx.Done():
+		return nil
+	}
+	s.doneMu.Lock()
+	done := s.done
+	s.done = nil
+	s.doneMu.Unlock()
+	for _, r := range done {
+		s.running--
+		s.started--
+		if len(s.waiting) > 0 && s.started < s.opts.MaxConcurrent {
+			next := s.waiting[0]
+			s.waiting = s.waiting[1:]
+			s.start(next)
+		}
+		if _, err := vm.Call("__lathe_answer", r.id, r.envelope); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitCalls waits for the calls the script started, whose context has been
+// cancelled, but not past closeWait.
+func (s *script) waitCalls() {
+	stopped := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(closeWait):
+	}
 }
 
 func (s *script) settle(args []any) (any, error) {
@@ -250,17 +380,19 @@ func (s *script) bind(args []any) (any, error) {
 	if f == nil {
 		return errEnvelope(-32601, "no such function: "+ns+"."+name)
 	}
-	out, err := f(s.ctx, json.RawMessage(arg))
-	if err != nil {
-		return errEnvelope(-32002, err.Error())
+	if len(s.waiting) >= maxWaiting {
+		return errEnvelope(-32002, fmt.Sprintf("%d calls already wait for one of the %d places; %s.%s was not run (await some first)",
+			len(s.waiting), s.opts.MaxConcurrent, ns, name))
 	}
-	if len(out) == 0 {
-		out = json.RawMessage("null")
+	s.nextID++
+	s.running++
+	c := pendingCall{id: s.nextID, ns: ns, name: name, f: f, arg: json.RawMessage(arg)}
+	if s.started < s.opts.MaxConcurrent {
+		s.start(c)
+	} else {
+		s.waiting = append(s.waiting, c)
 	}
-	if !json.Valid(out) {
-		return errEnvelope(-32002, ns+"."+name+" returned a value that is not JSON")
-	}
-	return `{"r":` + string(out) + `}`, nil
+	return fmt.Sprintf(`{"id":%d}`, c.id), nil
 }
 
 const evalPrelude = `(function () {
@@ -274,6 +406,14 @@ const evalPrelude = `(function () {
   const then = Promise.prototype.then, ErrorCtor = Error, Str = String;
   const freeze = Object.freeze, defineProperty = Object.defineProperty;
   const join = Array.prototype.join, map = Array.prototype.map;
+  // The calls waiting for their answers, by id, in an object without a
+  // prototype: nothing the script changes reaches it.
+  const P = Promise, waiting = Object.create(null);
+  function error(e) {
+    const err = new ErrorCtor(e.message);
+    err.code = e.code;
+    return err;
+  }
   function show(v) {
     if (typeof v === "string") return v;
     if (v instanceof ErrorCtor) return Str(v);
@@ -323,18 +463,24 @@ const evalPrelude = `(function () {
       const obj = {};
       for (const name of names[ns]) {
         obj[name] = function (arg) {
-          const a = arg === undefined ? undefined : stringify(arg);
-          const r = parse(bind(ns, name, a === undefined ? "null" : a));
-          if (r.e) {
-            const err = new ErrorCtor(r.e.message);
-            err.code = r.e.code;
-            throw err;
-          }
-          return r.r;
+          return new P(function (res, rej) {
+            const a = arg === undefined ? undefined : stringify(arg);
+            const r = parse(bind(ns, name, a === undefined ? "null" : a));
+            if (r.e) return rej(error(r.e));
+            waiting[r.id] = { res, rej };
+          });
         };
       }
       defineProperty(g, ns, { value: freeze(obj), enumerable: true });
     }
   } });
   defineProperty(g, "__lathe_run", { value: function (f) { apply(then, f(), [done, failure]); } });
+  // A call's answer, by its id: the promise the script holds settles.
+  defineProperty(g, "__lathe_answer", { value: function (id, envelope) {
+    const w = waiting[id];
+    if (w === undefined) return;
+    delete waiting[id];
+    const r = parse(envelope);
+    if (r.e) w.rej(error(r.e)); else w.res(r.r);
+  } });
 })();`

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,7 +37,7 @@ func TestEvalBindingsAndConsole(t *testing.T) {
 	}
 	res, err := js.Eval(evalCtx(t), `
 		const a = await tools.double({n: 21});
-		const b = tools.double({n: 1});
+		const b = await tools.double({n: 1});
 		let caught = "";
 		try { await tools.refuse({}); } catch (e) { caught = e.message; }
 		console.log("a is", a, {b});
@@ -206,4 +208,123 @@ func TestAskSelect(t *testing.T) {
 	}
 	out = e.Call(evalCtx(t), &tool.Call{Name: "pick", Arguments: json.RawMessage(`{}`), Answers: map[string]any{"color": "blue"}})
 	wantText(t, out, "picked blue")
+}
+
+// gate is a bound function that waits, up to a few seconds, until want
+// calls have been inside it at once, and records the most it saw: calls
+// run one after another would each wait alone and report 1.
+type gate struct {
+	mu     sync.Mutex
+	in     int
+	peak   int
+	want   int
+	change chan struct{}
+}
+
+func newGate(want int) *gate { return &gate{want: want, change: make(chan struct{})} }
+
+func (g *gate) fn(ctx context.Context, arg json.RawMessage) (json.RawMessage, error) {
+	g.mu.Lock()
+	g.in++
+	g.peak = max(g.peak, g.in)
+	close(g.change)
+	g.change = make(chan struct{})
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.in--
+		g.mu.Unlock()
+	}()
+	wait := time.After(3 * time.Second)
+	for {
+		g.mu.Lock()
+		full, ch := g.peak >= g.want, g.change
+		g.mu.Unlock()
+		if full {
+			return arg, nil
+		}
+		select {
+		case <-ch:
+		case <-wait:
+			return arg, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (g *gate) max() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.peak
+}
+
+// Calls a script starts before awaiting them run at once, up to
+// MaxConcurrent and never more; their answers reach the right promises.
+func TestEvalConcurrentCalls(t *testing.T) {
+	for _, tc := range []struct{ calls, limit, want int }{{4, 4, 4}, {6, 2, 2}, {3, 1, 1}} {
+		t.Run(fmt.Sprintf("%d calls, %d at once", tc.calls, tc.limit), func(t *testing.T) {
+			g := newGate(tc.limit)
+			res, err := js.Eval(evalCtx(t), `
+				const ids = Array.from({length: `+fmt.Sprint(tc.calls)+`}, (_, i) => i);
+				return await Promise.all(ids.map(i => tools.gate({i})));`, js.EvalOptions{
+				MaxConcurrent: tc.limit,
+				Bindings:      map[string]map[string]js.Func{"tools": {"gate": g.fn}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []struct{ I int }
+			if err := json.Unmarshal(res, &got); err != nil || len(got) != tc.calls {
+				t.Fatalf("result %s: %v", res, err)
+			}
+			for i, v := range got {
+				if v.I != i {
+					t.Fatalf("answer %d went to promise %d: %s", v.I, i, res)
+				}
+			}
+			if p := g.max(); p != tc.want {
+				t.Errorf("at most %d calls ran at once, want %d", p, tc.want)
+			}
+		})
+	}
+}
+
+// A script that returns while its calls run ends them: their context is
+// done, and Eval returns only once they have.
+func TestEvalCallsEndWithTheScript(t *testing.T) {
+	var running, ended atomic.Int32
+	started := make(chan struct{}, 2)
+	slow := func(ctx context.Context, arg json.RawMessage) (json.RawMessage, error) {
+		running.Add(1)
+		defer ended.Add(1)
+		started <- struct{}{}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Second):
+			return nil, errors.New("not cancelled")
+		}
+	}
+	start := time.Now()
+	res, err := js.Eval(evalCtx(t), `
+		tools.slow({}); tools.slow({});
+		await tools.ready({});
+		return "returned";`, js.EvalOptions{Bindings: map[string]map[string]js.Func{"tools": {
+		"slow": slow,
+		"ready": func(ctx context.Context, arg json.RawMessage) (json.RawMessage, error) {
+			<-started
+			<-started
+			return nil, nil
+		},
+	}}})
+	if err != nil || string(res) != `"returned"` {
+		t.Fatalf("Eval = %s, %v", res, err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Eval took %s: the calls left running were not cancelled", d)
+	}
+	if running.Load() != 2 || ended.Load() != 2 {
+		t.Errorf("%d calls ran and %d had ended when Eval returned, want 2 and 2", running.Load(), ended.Load())
+	}
 }

@@ -4,9 +4,10 @@
 // a hard memory limit and the call's deadline, and with no way out but the
 // host API that [Options].Host answers.
 //
-// Every call gets an engine of its own, made for it and thrown away after
-// it, so nothing one call leaves behind (a changed Object.prototype, a
-// global, a pending promise) reaches the next. [Describe] reads a tool's
+// Every call gets an engine of its own, made for it (ahead of it, while
+// lathe waits for calls) and thrown away after it, so nothing one call
+// leaves behind (a changed Object.prototype, a global, a pending promise)
+// reaches the next. [Describe] reads a tool's
 // definition without calling execute, [New] returns the [Runtime] that runs
 // its calls, and [Eval] runs a script with Go functions bound into it, for
 // code mode.
@@ -254,7 +255,6 @@ func newVM(limit int64) (*quickjs.VM, error) {
 type Runtime struct {
 	opts     Options
 	bytecode []byte
-	prelude  []byte
 	smap     *sourceMap
 	info     string // ctx's root and options, in JSON
 
@@ -278,11 +278,10 @@ func New(code []byte, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s", opts.File, engineError(err, opts))
 	}
-	pre, err := compiled(&toolPrelude, prelude)
-	if err != nil {
+	if _, err := compiled(&toolPrelude, prelude); err != nil {
 		return nil, err
 	}
-	r := &Runtime{opts: opts, bytecode: bc, prelude: pre}
+	r := &Runtime{opts: opts, bytecode: bc}
 	// What ctx holds besides the call's id is the same for every call:
 	// encoded once here, and an option that JSON cannot hold is reported
 	// now rather than at a call.
@@ -300,6 +299,8 @@ func New(code []byte, opts Options) (*Runtime, error) {
 		}
 	}
 	r.closing, r.stop = context.WithCancel(context.Background())
+	// The first call finds an engine ready too.
+	refill()
 	return r, nil
 }
 
@@ -371,8 +372,13 @@ func (r *Runtime) Execute(ctx context.Context, def *tool.Definition, tc *tool.Ca
 	done := make(chan answer, 1)
 	goEngine(func() {
 		defer r.wg.Done()
-		out, err := r.run(ctx, callCtx, def, tc)
+		out, err, e := r.run(ctx, callCtx, def, tc)
 		done <- answer{out, err}
+		// The engine is closed after the answer is on its way: the call
+		// does not wait for it to be freed. It serves no other call.
+		if e != nil {
+			e.vm.Close()
+		}
 	})
 	select {
 	case a := <-done:
@@ -399,14 +405,20 @@ func (r *Runtime) Execute(ctx context.Context, def *tool.Definition, tc *tool.Ca
 // stop before it returns without it.
 const stopGrace = 100 * time.Millisecond
 
-// run runs one call in a fresh engine; callCtx is ctx, also ended when the
-// runtime closes.
-func (r *Runtime) run(ctx, callCtx context.Context, def *tool.Definition, tc *tool.Call) (*tool.Outcome, error) {
-	vm, err := newVM(r.opts.MemoryLimit)
+// run runs one call in an engine of its own (see takeEngine); callCtx is
+// ctx, also ended when the runtime closes. It returns the engine, for the
+// caller to close once the answer is sent.
+func (r *Runtime) run(ctx, callCtx context.Context, def *tool.Definition, tc *tool.Call) (*tool.Outcome, error, *engine) {
+	e, err := takeEngine(r.opts.MemoryLimit)
 	if err != nil {
-		return nil, r.fail(def, "start", err.Error(), nil)
+		return nil, r.fail(def, "start", err.Error(), nil), nil
 	}
-	defer vm.Close()
+	out, err := r.runIn(e, ctx, callCtx, def, tc)
+	return out, err, e
+}
+
+func (r *Runtime) runIn(e *engine, ctx, callCtx context.Context, def *tool.Definition, tc *tool.Call) (*tool.Outcome, error) {
+	vm := e.vm
 	stopIntr := context.AfterFunc(callCtx, vm.Interrupt)
 	defer stopIntr()
 
@@ -416,19 +428,14 @@ func (r *Runtime) run(ctx, callCtx context.Context, def *tool.Definition, tc *to
 		c.sess = r.opts.Host.Begin(callCtx)
 		defer c.sess.End()
 	}
-	if err := c.register(); err != nil {
-		return nil, r.fail(def, "start", "cannot bind the host API", err)
-	}
-	if _, err := vm.EvalBytecode(r.prelude); err != nil {
-		return nil, r.fail(def, "start", "the prelude failed", err)
-	}
+	e.cur = c
 	args := string(tc.Arguments)
 	if strings.TrimSpace(args) == "" {
 		args = "{}"
 	}
 	id, _ := json.Marshal(tc.ID)
 	info := `{"callId":` + string(id) + `,` + r.info[1:]
-	_, err = vm.EvalBytecode(r.bytecode)
+	_, err := vm.EvalBytecode(r.bytecode)
 	if err == nil {
 		_, err = vm.Call("__lathe_start", args, info)
 	}
@@ -580,19 +587,6 @@ func (r *Runtime) stack(s string) string {
 
 func (r *Runtime) fail(def *tool.Definition, stage, msg string, err error) error {
 	return &tool.Error{Kind: tool.KindRuntimeFailure, Tool: def.Name, Runtime: RuntimeName, Stage: stage, Message: msg, Err: err}
-}
-
-// register binds the three functions the prelude takes off the global
-// object: the host bridge, the settlement of execute's promise, and the
-// console.
-func (c *call) register() error {
-	if err := c.vm.RegisterHostFunc("__lathe_host", c.host); err != nil {
-		return err
-	}
-	if err := c.vm.RegisterHostFunc("__lathe_settle", c.settle); err != nil {
-		return err
-	}
-	return c.vm.RegisterHostFunc("__lathe_console", c.consoleLine)
 }
 
 func (c *call) settle(args []any) (any, error) {

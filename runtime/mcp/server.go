@@ -676,6 +676,7 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 	ext := tasks26(sess.cs)
 	asTask := !ext && offersTasks(sess.cap.tool(upstream))
 	var res *sdk.CallToolResult
+	endTrace := traceCall(callCtx, params, s.cfg.Name)
 	if asTask || ext {
 		if asTask {
 			askTask(callCtx, params)
@@ -684,6 +685,7 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 	} else {
 		res, err = sess.cs.CallTool(callCtx, params)
 	}
+	endTrace(err)
 	answered = callCtx.Err() == nil
 	// The log and progress messages sent before the answer reach the call
 	// before it ends (logging.go).

@@ -301,32 +301,21 @@ func (a *API) handleBatch(w http.ResponseWriter, r *http.Request, cl *caller) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// Approval is a pending approval as the API shows it.
+// Approval is a pending approval as the API shows it: the queue's, with its
+// arguments and renderings redacted as the audit log redacts them, and the
+// client named.
 type Approval struct {
-	ID        string          `json:"id"`
-	CallID    string          `json:"call_id"`
-	Seq       uint64          `json:"seq"`
-	Tool      string          `json:"tool"`
-	Session   string          `json:"session"`
-	Client    string          `json:"client"`
-	Arguments json.RawMessage `json:"arguments"`
-	Formatted string          `json:"formatted"`
-	Operation string          `json:"operation,omitempty"`
-	Rule      string          `json:"rule"`
-	Reason    string          `json:"reason"`
-	Digest    string          `json:"digest"`
-	Asked     time.Time       `json:"asked"`
-	Deadline  time.Time       `json:"deadline"`
+	approvals.Pending
+	Client string `json:"client"`
 }
 
 func (a *API) handleApprovals(w http.ResponseWriter, r *http.Request, _ *caller) {
 	out := []Approval{}
 	if a.g().Approvals != nil {
 		for _, p := range a.g().Approvals.Pending() {
-			out = append(out, Approval{ID: p.ID, CallID: p.CallID, Seq: p.Seq, Tool: p.Tool, Session: p.Session,
-				Client: clientOf(p.Session), Arguments: json.RawMessage(a.g().red.Redact(p.Arguments)),
-				Formatted: a.redactText(p.Formatted), Operation: a.redactText(p.Operation), Rule: p.Rule, Reason: p.Reason, Digest: p.Digest,
-				Asked: p.Asked, Deadline: p.Deadline})
+			p.Arguments = json.RawMessage(a.g().red.Redact(p.Arguments))
+			p.Formatted, p.Operation = a.redactText(p.Formatted), a.redactText(p.Operation)
+			out = append(out, Approval{Pending: p, Client: clientOf(p.Session)})
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"approvals": out})

@@ -312,15 +312,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // bound, for the API served alone.
 const maxBody = 4 << 20
 
-// readJSON decodes the body into v, refusing what is not JSON, has unknown
-// fields or trailing data; on failure it has answered 400 or 415.
+// readJSON decodes the body into v, refusing what is not declared JSON, is
+// not JSON, has unknown fields or trailing data; on failure it has
+// answered 400 or 415.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
-			writeError(w, http.StatusUnsupportedMediaType, "bad_request", "the body must be application/json")
-			return false
-		}
+	// Only application/json: a page of another site can send a body of
+	// the other types (a form, text/plain, a beacon with none) without
+	// asking the server first.
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, "bad_request", "the body must be application/json (Content-Type: application/json)")
+		return false
 	}
 	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
 	dec.DisallowUnknownFields()
