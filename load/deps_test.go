@@ -6,16 +6,18 @@ import (
 	"testing"
 )
 
-// TestNoTemporalSDK: the loader and the engine reach the workers of a
-// queue through the Dispatcher hook, so that a program that routes nothing
-// does not compile the Temporal SDK (only package runtime/temporal, which
-// the lathe command fills the hook with, imports it).
+// TestNoTemporalSDK: the loader, the engine and the embeddable command line
+// (package cli) reach the workers of a queue through hooks (the loader's
+// Dispatcher, the command line's SetDispatch), so that a program that
+// routes nothing does not compile the Temporal SDK: only package
+// runtime/temporal imports it, and cli/temporalcli, which lathe's own
+// command imports to fill the hooks.
 func TestNoTemporalSDK(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command to list the imports with")
 	}
-	out, err := exec.Command(goBin, "list", "-deps", ".", "..").CombinedOutput()
+	out, err := exec.Command(goBin, "list", "-deps", ".", "..", "../cli").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
@@ -25,7 +27,7 @@ func TestNoTemporalSDK(t *testing.T) {
 	}
 	for _, p := range pkgs {
 		if strings.Contains(p, "go.temporal.io") || strings.HasSuffix(p, "/runtime/temporal") {
-			t.Errorf("package load or lathe imports %s", p)
+			t.Errorf("package load, lathe or cli imports %s", p)
 		}
 	}
 }

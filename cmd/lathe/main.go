@@ -9,6 +9,8 @@ import (
 	"github.com/lathe-tools/lathe/cli"
 	// OpenTelemetry, as the OTEL_* variables say (docs/telemetry.md).
 	_ "github.com/lathe-tools/lathe/cli/otelcli"
+	// Tool calls sent to workers through Temporal (docs/temporal.md).
+	_ "github.com/lathe-tools/lathe/cli/temporalcli"
 )
 
 func main() { os.Exit(cli.Main()) }

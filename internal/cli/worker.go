@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/load"
-	"github.com/lathe-tools/lathe/runtime/temporal"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -21,9 +23,58 @@ type temporalFlags struct {
 	address, namespace string
 }
 
+// Dispatch is what the CLI asks of a runtime that sends calls to workers
+// elsewhere: a client of its server, which finds the tools of a queue's
+// workers for the loader and serves this workspace's tools as a worker.
+// The CLI does not import the Temporal SDK itself, so that programs that
+// embed it (package cli) do not compile it unless they ask: package
+// cli/temporalcli provides it with package runtime/temporal, and lathe's
+// own command imports that.
+type Dispatch interface {
+	// Dial connects to the server at address, in namespace; "" means the
+	// runtime's default of each.
+	Dial(ctx context.Context, address, namespace string, logger *slog.Logger) (DispatchClient, error)
+	// Defaults names the address and namespace that "" means, for help.
+	Defaults() (address, namespace string)
+}
+
+// DispatchClient is a connection to a [Dispatch] runtime's server.
+type DispatchClient interface {
+	load.Dispatcher
+	// Serve serves e's tools on queue until ctx ends.
+	Serve(ctx context.Context, queue string, e *lathe.Engine) error
+	Close() error
+}
+
+var (
+	dispatchMu      sync.Mutex
+	dispatchRuntime Dispatch
+)
+
+// SetDispatch makes d the runtime that reaches the workers of queues (as
+// package cli/temporalcli does when imported); nil leaves none, and a
+// configuration that routes a tool to a queue is then an error that says so.
+func SetDispatch(d Dispatch) {
+	dispatchMu.Lock()
+	dispatchRuntime = d
+	dispatchMu.Unlock()
+}
+
+func dispatchRuntimeOf() Dispatch {
+	dispatchMu.Lock()
+	defer dispatchMu.Unlock()
+	return dispatchRuntime
+}
+
+// errNoDispatch says what is missing when a configuration routes a tool
+// to a queue, or lathe worker runs, in a program built without a runtime
+// that reaches workers.
+var errNoDispatch = errors.New("this program has no runtime for task queues (lathe's own command has Temporal's: " +
+	"a program built on package cli imports github.com/lathe-tools/lathe/cli/temporalcli for it)")
+
 // dispatch is the loader's hook for a configuration that routes tools to
-// queues: a client of the Temporal server the [temporal] table, or the
-// flags, name. Only a configuration with a route dials.
+// queues: a client of the server the [temporal] table, or the flags, name.
+// Only a configuration with a route dials.
 func (g *globals) dispatch(ctx context.Context, cfg *config.Config) (load.Dispatcher, error) {
 	c, err := g.dialTemporal(ctx, cfg)
 	if err != nil {
@@ -34,15 +85,19 @@ func (g *globals) dispatch(ctx context.Context, cfg *config.Config) (load.Dispat
 
 // dialTemporal connects to the Temporal server of cfg's [temporal] table,
 // or of the flags.
-func (g *globals) dialTemporal(ctx context.Context, cfg *config.Config) (*temporal.Client, error) {
-	opts := temporal.Options{Address: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace, Logger: g.logger()}
+func (g *globals) dialTemporal(ctx context.Context, cfg *config.Config) (DispatchClient, error) {
+	d := dispatchRuntimeOf()
+	if d == nil {
+		return nil, errNoDispatch
+	}
+	address, namespace := cfg.Temporal.Address, cfg.Temporal.Namespace
 	if g.temporal.address != "" {
-		opts.Address = g.temporal.address
+		address = g.temporal.address
 	}
 	if g.temporal.namespace != "" {
-		opts.Namespace = g.temporal.namespace
+		namespace = g.temporal.namespace
 	}
-	return temporal.Dial(ctx, opts)
+	return d.Dial(ctx, address, namespace, g.logger())
 }
 
 func newWorkerCmd(g *globals) *cobra.Command {
@@ -83,14 +138,18 @@ func newWorkerCmd(g *globals) *cobra.Command {
 			defer c.Close()
 			tuneGC()
 			fmt.Fprintf(g.streams.Err, "lathe: serving %d tools on queue %q\n", len(w.Engine.Tools()), queue)
-			if err := temporal.Serve(ctx, c, queue, w.Engine); err != nil && !errors.Is(err, context.Canceled) {
+			if err := c.Serve(ctx, queue, w.Engine); err != nil && !errors.Is(err, context.Canceled) {
 				return err
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "the task queue to serve (required)")
-	cmd.Flags().StringVar(&g.temporal.address, "temporal-address", "", "the Temporal server's frontend, HOST:PORT (default: [temporal] address, else "+temporal.DefaultAddress+")")
-	cmd.Flags().StringVar(&g.temporal.namespace, "temporal-namespace", "", "the Temporal namespace (default: [temporal] namespace, else "+temporal.DefaultNamespace+")")
+	address, namespace := "none: this program has no Temporal runtime", "none"
+	if d := dispatchRuntimeOf(); d != nil {
+		address, namespace = d.Defaults()
+	}
+	cmd.Flags().StringVar(&g.temporal.address, "temporal-address", "", "the Temporal server's frontend, HOST:PORT (default: [temporal] address, else "+address+")")
+	cmd.Flags().StringVar(&g.temporal.namespace, "temporal-namespace", "", "the Temporal namespace (default: [temporal] namespace, else "+namespace+")")
 	return cmd
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	// lathe's command with its Temporal runtime, as cmd/lathe builds it.
+	_ "github.com/lathe-tools/lathe/cli/temporalcli"
 	"github.com/lathe-tools/lathe/internal/cli"
 )
 
