@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -81,27 +82,40 @@ func (r *registry) Replace(remove []string, add ...tool.Tool) error {
 
 // TestConformanceHTTP runs the suite against the same server in the test's
 // own process, spoken to over streamable HTTP. Its crash tool drops the
-// call's connection and forgets the session, as a server that died and
-// came back would; what it says before that cannot reach lathe, which the
-// suite is told (Remote).
+// connections of the call's session and forgets the session, as a server
+// that died and came back would for that client; what it says before that
+// cannot reach lathe, which the suite is told (Remote). Each tool of the
+// suite is a client of its own, and only the crashed one's connections go:
+// closing every client's would cut an idle connection that another tool's
+// next call is about to reuse, which a POST cannot safely be retried on.
 func TestConformanceHTTP(t *testing.T) {
 	stop := make(chan struct{})
-	var ts *httptest.Server
 	var mu sync.Mutex
 	dead := map[string]bool{}
+	conns := map[string]map[net.Conn]bool{} // by session
 	srv := mcptest.Conformance(mcptest.ConformanceOptions{
 		Stop: stop,
 		Crash: func(req *sdk.CallToolRequest, _ string) {
 			mu.Lock()
-			dead[req.Session.ID()] = true
-			mu.Unlock()
-			ts.CloseClientConnections()
+			defer mu.Unlock()
+			id := req.Session.ID()
+			dead[id] = true
+			for c := range conns[id] {
+				c.Close()
+			}
 		},
 	})
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
-	ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
 		mu.Lock()
-		gone := dead[r.Header.Get("Mcp-Session-Id")]
+		gone := dead[id]
+		if c, ok := r.Context().Value(connKey{}).(net.Conn); ok && id != "" && !gone {
+			if conns[id] == nil {
+				conns[id] = map[net.Conn]bool{}
+			}
+			conns[id][c] = true
+		}
 		mu.Unlock()
 		if gone {
 			http.Error(w, "no such session", http.StatusNotFound)
@@ -109,6 +123,10 @@ func TestConformanceHTTP(t *testing.T) {
 		}
 		h.ServeHTTP(w, r)
 	}))
+	ts.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	ts.Start()
 	t.Cleanup(func() {
 		close(stop)
 		// The sessions of crashed calls were never closed by a client.
@@ -121,3 +139,6 @@ func TestConformanceHTTP(t *testing.T) {
 		return upstreamTool(t, name, mcp.Config{URL: ts.URL + "/mcp"})
 	}, runtimetest.Options{Remote: true})
 }
+
+// connKey keys the connection a request came on in its context.
+type connKey struct{}
