@@ -140,13 +140,16 @@ func (a *API) authenticate(w http.ResponseWriter, r *http.Request) (*caller, boo
 	}
 	if c, err := r.Cookie(CookieName); err == nil {
 		if lg := a.logins.find(c.Value); lg != nil {
-			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				got := r.Header.Get(CSRFHeader)
-				if subtle.ConstantTimeCompare([]byte(got), []byte(lg.csrf)) != 1 {
-					writeError(w, http.StatusForbidden, "csrf",
-						"a request with the session cookie must carry the header "+CSRFHeader+" (GET /api/session gives its value)")
-					return nil, false
-				}
+			// Every request with the cookie, reads included, carries the
+			// session's CSRF value: browsers send a host's cookies to all
+			// its ports, so a web server another user runs on localhost
+			// gets the cookie, but not the value, which the login gave
+			// the page alone.
+			if !csrfOK(r, lg.csrf) {
+				writeError(w, http.StatusForbidden, "csrf",
+					"a request with the session cookie must carry the header "+CSRFHeader+
+						" with the value POST /api/login answered")
+				return nil, false
 			}
 			return &caller{login: lg}, true
 		}
@@ -159,6 +162,17 @@ func (a *API) authenticate(w http.ResponseWriter, r *http.Request) (*caller, boo
 	writeError(w, http.StatusUnauthorized, "unauthorized",
 		"a bearer token (Authorization: Bearer TOKEN) or a session cookie from POST /api/login is required")
 	return nil, false
+}
+
+// csrfOK reports whether r carries want, the session's CSRF value, in the
+// header, or, for a read (EventSource opens its stream without headers),
+// in the query parameter csrf; compared in constant time.
+func csrfOK(r *http.Request, want string) bool {
+	got := r.Header.Get(CSRFHeader)
+	if got == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		got = r.URL.Query().Get("csrf")
+	}
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
 // tokenOK compares got with the token by their SHA-256 digests in constant
@@ -222,12 +236,14 @@ func (a *API) handleLogout(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 }
 
-// handleSession gives the page its CSRF value after a reload. Without a
-// token, a client without a cookie gets a new login, so that its calls
-// still have a session of their own.
+// handleSession tells the page, after a reload, whether the session it
+// kept (its cookie, and the CSRF value it kept in its origin's
+// sessionStorage) still holds; a cookie without the value learns nothing
+// (see authenticate). Without a token, a client without a session gets a
+// new login, so that its calls still have a session of their own.
 func (a *API) handleSession(w http.ResponseWriter, r *http.Request) {
 	if ck, err := r.Cookie(CookieName); err == nil {
-		if lg := a.logins.find(ck.Value); lg != nil {
+		if lg := a.logins.find(ck.Value); lg != nil && csrfOK(r, lg.csrf) {
 			writeJSON(w, http.StatusOK, map[string]any{"csrf": lg.csrf})
 			return
 		}

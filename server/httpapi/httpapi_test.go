@@ -290,6 +290,52 @@ func TestWrongLoginIsSlowed(t *testing.T) {
 // a page of another site would make the browser send it) but lacks the
 // CSRF header, or has a wrong one, is refused and runs nothing; GETs need
 // none.
+// TestStolenCookieIsUseless: browsers send a host's cookies to every port
+// of it, so a web server another local user runs on localhost receives the
+// page's session cookie when the operator's browser visits it. The cookie
+// alone must then be worth nothing: every request with it, reads included,
+// needs the session's CSRF value, which the login gave only to the page
+// (kept in its origin's sessionStorage, which other ports cannot read),
+// and GET /api/session does not hand the value to a cookie alone.
+func TestStolenCookieIsUseless(t *testing.T) {
+	f := newFixture(t)
+	c := f.login(t)
+	csrf := c.csrf
+	c.csrf = "" // the thief has the cookie only
+	for _, path := range []string{"/api/tools", "/api/calls", "/api/approvals", "/api/audit", "/api/grants", "/api/events"} {
+		resp := c.request("GET", path, nil, nil)
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if resp.StatusCode != 403 {
+			t.Errorf("GET %s with the cookie alone: status %d, want 403: %s", path, resp.StatusCode, b)
+		}
+	}
+	resp := c.request("GET", "/api/session", nil, nil)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode == 200 || strings.Contains(string(b), csrf) {
+		t.Errorf("GET /api/session with the cookie alone: status %d, body %s", resp.StatusCode, b)
+	}
+	// The page itself: the value in the header, or, for the event stream,
+	// which EventSource opens without headers, in the query.
+	c.csrf = csrf
+	if st := c.do("GET", "/api/tools", nil, nil); st != 200 {
+		t.Errorf("GET /api/tools with the CSRF header: status %d", st)
+	}
+	c.csrf = ""
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.srv.URL+"/api/events?csrf="+csrf, nil)
+	ev, err := c.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Body.Close()
+	if ev.StatusCode != 200 {
+		t.Errorf("GET /api/events?csrf=…: status %d", ev.StatusCode)
+	}
+}
+
 func TestCookieWithoutCSRFIsRefused(t *testing.T) {
 	f := newFixture(t)
 	c := f.login(t)

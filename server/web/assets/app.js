@@ -8,9 +8,13 @@
 (() => {
   const $ = (id) => document.getElementById(id);
 
-  // csrf is the value every request that changes something carries in
-  // X-Lathe-CSRF; null until the page has a session.
+  // csrf is the value every request carries in X-Lathe-CSRF (the event
+  // stream, in its query); null until the page has a session. It is kept in
+  // this origin's sessionStorage, so that a reload keeps the session: the
+  // cookie alone is worth nothing, since browsers send it to every port of
+  // the host, and so to other users' servers on localhost.
   let csrf = null;
+  const csrfKey = 'lathe-csrf';
   let events = null;
   const calls = new Map(); // by seq, the engine's number of the call
   const rows = new Map(); // the calls' rows as drawn, by the same key
@@ -53,7 +57,7 @@
   async function api(method, path, body) {
     const headers = { Accept: 'application/json' };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
-    if (method !== 'GET' && method !== 'HEAD' && csrf) headers['X-Lathe-CSRF'] = csrf;
+    if (csrf) headers['X-Lathe-CSRF'] = csrf;
     const r = await fetch(path, {
       method, headers, credentials: 'same-origin', cache: 'no-store',
       body: body === undefined ? undefined : JSON.stringify(body),
@@ -560,7 +564,7 @@
 
   function connect() {
     if (events) events.close();
-    events = new EventSource('/api/events');
+    events = new EventSource('/api/events?csrf=' + encodeURIComponent(csrf || ''));
     for (const k of kinds) events.addEventListener(k, onEvent);
     events.addEventListener('message', onEvent);
     events.addEventListener('open', () => {
@@ -588,6 +592,7 @@
 
   function loggedIn(value) {
     csrf = value || '';
+    try { sessionStorage.setItem(csrfKey, csrf); } catch (_) { /* the session lasts until a reload */ }
     $('login').hidden = true;
     $('nav').hidden = false;
     $('logout').hidden = false;
@@ -599,6 +604,7 @@
 
   function loggedOut(msg) {
     csrf = null;
+    try { sessionStorage.removeItem(csrfKey); } catch (_) { /* nothing kept */ }
     if (events) { events.close(); events = null; }
     $('live').textContent = 'offline';
     $('live').classList.remove('on');
@@ -658,6 +664,7 @@
 
   (async () => {
     try {
+      try { csrf = sessionStorage.getItem(csrfKey); } catch (_) { csrf = null; }
       const s = await api('GET', '/api/session');
       loggedIn(s.csrf);
     } catch (e) {
