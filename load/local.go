@@ -356,22 +356,15 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 			l.leaveOut(name, s.Pos, "[toolsets."+s.Name+"]", err)
 			continue
 		}
+		t, options, err := l.described(s, name, &def)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		c := cmd
-		opts := process.Options{Tool: d.Name, Options: s.Options, Logger: l.log}
+		opts := process.Options{Tool: d.Name, Options: options, Logger: l.log}
 		pos := s.Pos
-		if t := l.cfg.Tools[name]; t != nil {
-			if t.IsLocal() {
-				errs = append(errs, &config.Error{Pos: t.Pos, Msg: fmt.Sprintf(
-					"[tools.%s] defines a tool with a command, and [toolsets.%s] describes one of the same name", name, s.Name)})
-				continue
-			}
-			if def.InputSchema, err = config.Override(def.InputSchema, t.Parameters, name); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if t.Options != nil {
-				opts.Options = merged(s.Options, t.Options)
-			}
+		if t != nil {
 			c.Env = append(slices.Clone(s.Env), t.Env...)
 			pos = t.Pos
 		}
@@ -380,7 +373,7 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 		// [tools.NAME] table that names no profile, one that only changes a
 		// description, keeps the toolset's.
 		profile := s.Profile
-		if t := l.cfg.Tools[name]; t != nil && t.Profile != "" {
+		if t != nil && t.Profile != "" {
 			profile = t.Profile
 		}
 		sandboxOptions(&opts, l.cfg, profile, c)
@@ -393,6 +386,31 @@ func (l *localLoader) toolset(s *config.Toolset) error {
 		errs = append(errs, l.add(pt, pos))
 	}
 	return errors.Join(errs...)
+}
+
+// described applies to def, a tool that toolset s's program describes
+// under the name name, the [tools.NAME] table of that name, if there is
+// one: its parameters override the described schema, and its options are
+// laid over the toolset's. It returns the table (nil without one) and the
+// options the tool's requests carry; an error for a table that defines a
+// tool of its own (a command) or whose parameters do not apply.
+func (l *localLoader) described(s *config.Toolset, name string, def *tool.Definition) (*config.Tool, map[string]any, error) {
+	t := l.cfg.Tools[name]
+	if t == nil {
+		return nil, s.Options, nil
+	}
+	if t.IsLocal() {
+		return nil, nil, &config.Error{Pos: t.Pos, Msg: fmt.Sprintf(
+			"[tools.%s] defines a tool with a command, and [toolsets.%s] describes one of the same name", name, s.Name)}
+	}
+	var err error
+	if def.InputSchema, err = config.Override(def.InputSchema, t.Parameters, name); err != nil {
+		return nil, nil, err
+	}
+	if t.Options != nil {
+		return t, merged(s.Options, t.Options), nil
+	}
+	return t, s.Options, nil
 }
 
 // merged returns base with over laid on top, key by key.

@@ -119,20 +119,13 @@ func (l *localLoader) vfsToolset(s *config.Toolset) error {
 		}
 		def.Runtime = vfs.RuntimeName
 		l.declare(name, d)
-		perms, profile, options, pos := s.Permissions(), s.Profile, s.Options, s.Pos
-		if t := l.cfg.Tools[name]; t != nil {
-			if t.IsLocal() {
-				errs = append(errs, &config.Error{Pos: t.Pos, Msg: fmt.Sprintf(
-					"[tools.%s] defines a tool with a command, and [toolsets.%s] describes one of the same name", name, s.Name)})
-				continue
-			}
-			if def.InputSchema, err = config.Override(def.InputSchema, t.Parameters, name); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if t.Options != nil {
-				options = merged(s.Options, t.Options)
-			}
+		t, options, err := l.described(s, name, &def)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		perms, profile, pos := s.Permissions(), s.Profile, s.Pos
+		if t != nil {
 			tp := t.Permissions()
 			perms = config.HostPermissions{Read: slices.Concat(perms.Read, tp.Read), Write: slices.Concat(perms.Write, tp.Write),
 				Net: slices.Concat(perms.Net, tp.Net), Env: slices.Concat(perms.Env, tp.Env), Run: slices.Concat(perms.Run, tp.Run)}

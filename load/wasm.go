@@ -159,20 +159,13 @@ func (l *localLoader) wasmToolset(s *config.Toolset) error {
 			l.leaveOut(name, s.Pos, "[toolsets."+s.Name+"]", err)
 			continue
 		}
-		pos, options := s.Pos, s.Options
-		if t := l.cfg.Tools[name]; t != nil {
-			if t.IsLocal() {
-				errs = append(errs, &config.Error{Pos: t.Pos, Msg: fmt.Sprintf(
-					"[tools.%s] defines a tool with a command, and [toolsets.%s] describes one of the same name", name, s.Name)})
-				continue
-			}
-			if def.InputSchema, err = config.Override(def.InputSchema, t.Parameters, name); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if t.Options != nil {
-				options = merged(s.Options, t.Options)
-			}
+		t, options, err := l.described(s, name, &def)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		pos := s.Pos
+		if t != nil {
 			pos = t.Pos
 		}
 		l.declare(name, d)
