@@ -226,7 +226,12 @@ func (rd *round) ask(ctx context.Context, req sdk.InputRequest) (sdk.InputRespon
 }
 
 func (rd *round) Elicit(ctx context.Context, p *sdk.ElicitParams) (*sdk.ElicitResult, error) {
-	a, err := rd.ask(ctx, p)
+	return elicited(rd.ask(ctx, p))
+}
+
+// elicited reads a client's answer to an elicitation, as a round or a
+// task (taskinput.go) got it.
+func elicited(a sdk.InputResponse, err error) (*sdk.ElicitResult, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +243,12 @@ func (rd *round) Elicit(ctx context.Context, p *sdk.ElicitParams) (*sdk.ElicitRe
 }
 
 func (rd *round) CreateMessage(ctx context.Context, p *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error) {
-	a, err := rd.ask(ctx, p)
+	return sampled(rd.ask(ctx, p))
+}
+
+// sampled reads a client's answer to a sampling request, as a round or a
+// task (taskinput.go) got it.
+func sampled(a sdk.InputResponse, err error) (*sdk.CreateMessageResult, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -68,36 +68,11 @@ type taskAsker struct {
 }
 
 func (a taskAsker) Elicit(ctx context.Context, p *sdk.ElicitParams) (*sdk.ElicitResult, error) {
-	r, err := a.ts.ask(ctx, a.t, p)
-	if err != nil {
-		return nil, err
-	}
-	res, ok := r.(*sdk.ElicitResult)
-	if !ok {
-		return nil, fmt.Errorf("the client answered an elicitation with %T", r)
-	}
-	return res, nil
+	return elicited(a.ts.ask(ctx, a.t, p))
 }
 
 func (a taskAsker) CreateMessage(ctx context.Context, p *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error) {
-	r, err := a.ts.ask(ctx, a.t, p)
-	if err != nil {
-		return nil, err
-	}
-	switch res := r.(type) {
-	case *sdk.CreateMessageResult:
-		return res, nil
-	case *sdk.CreateMessageWithToolsResult:
-		// Decoded by its shape, as in rounds.go: a list of one block is the
-		// single block the client meant.
-		if len(res.Content) != 1 {
-			return nil, fmt.Errorf("the client answered a sampling request with %d content blocks, want 1", len(res.Content))
-		}
-		return &sdk.CreateMessageResult{Meta: res.Meta, Content: res.Content[0], Model: res.Model, Role: res.Role,
-			StopReason: res.StopReason}, nil
-	default:
-		return nil, fmt.Errorf("the client answered a sampling request with %T", r)
-	}
+	return sampled(a.ts.ask(ctx, a.t, p))
 }
 
 // ask puts req to t's client and waits for the answer, or for ctx to end.
