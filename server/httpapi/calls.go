@@ -34,6 +34,10 @@ type Call struct {
 	Progress *tool.Progress `json:"progress,omitempty"`
 	// Waiting says a running call waits for an approval.
 	Waiting bool `json:"waiting,omitempty"`
+
+	// args are the decoded arguments, until they are first shown: they
+	// are redacted then (shown), not on the call's path.
+	args any
 }
 
 // Result is a finished call's result.
@@ -107,14 +111,14 @@ type Calls struct {
 	recent  []*Call // oldest first, at most max
 	// args holds the arguments the middleware saw before the call's
 	// start event arrived (events come on another goroutine).
-	args map[uint64]json.RawMessage
+	args map[uint64]any
 	// results holds the outcomes of the API's own calls, which events do
 	// not carry, until their end event arrives.
 	results map[string]*tool.Outcome
 }
 
 func newCalls(max int, red *audit.Redactor) *Calls {
-	return &Calls{red: red, max: max, running: map[uint64]*Call{}, args: map[uint64]json.RawMessage{},
+	return &Calls{red: red, max: max, running: map[uint64]*Call{}, args: map[uint64]any{},
 		results: map[string]*tool.Outcome{}}
 }
 
@@ -128,11 +132,10 @@ func (t *Calls) redact(args any) json.RawMessage {
 
 // arguments records the decoded arguments of call seq.
 func (t *Calls) arguments(seq uint64, args any) {
-	red := t.redact(args)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c, ok := t.running[seq]; ok {
-		c.Arguments = red
+		c.args = args
 		return
 	}
 	if len(t.args) >= 4*t.max {
@@ -140,7 +143,20 @@ func (t *Calls) arguments(seq uint64, args any) {
 		// events for a subscriber that falls behind) are not kept for ever.
 		clear(t.args)
 	}
-	t.args[seq] = red
+	t.args[seq] = args
+}
+
+// shown returns c as the API shows it, its arguments redacted, once: most
+// calls of a busy server are never looked at. t.mu is held.
+func (t *Calls) shown(c *Call) Call {
+	if c.Arguments == nil {
+		if c.args != nil {
+			c.Arguments, c.args = t.redact(c.args), nil
+		} else {
+			c.Arguments = json.RawMessage("{}")
+		}
+	}
+	return *c
 }
 
 func (t *Calls) event(ev lathe.Event) {
@@ -149,9 +165,9 @@ func (t *Calls) event(ev lathe.Event) {
 	switch ev.Kind {
 	case lathe.EventCallStarted:
 		c := &Call{ID: ev.CallID, Seq: ev.Call, Tool: ev.Tool, Session: ev.Session, Client: clientOf(ev.Session),
-			State: "running", Started: ev.Time, Arguments: json.RawMessage("{}")}
+			State: "running", Started: ev.Time}
 		if a, ok := t.args[ev.Call]; ok {
-			c.Arguments = a
+			c.args = a
 			delete(t.args, ev.Call)
 		}
 		t.running[ev.Call] = c
@@ -218,12 +234,12 @@ func (t *Calls) list() []Call {
 	now := time.Now()
 	out := make([]Call, 0, len(t.running)+len(t.recent))
 	for _, c := range t.running {
-		cc := *c
+		cc := t.shown(c)
 		cc.DurationMS = ms(now.Sub(c.Started))
 		out = append(out, cc)
 	}
 	for _, c := range t.recent {
-		cc := *c
+		cc := t.shown(c)
 		cc.Result = nil
 		out = append(out, cc)
 	}
@@ -247,13 +263,13 @@ func (t *Calls) find(id string) (Call, bool) {
 		}
 	}
 	if best != nil {
-		cc := *best
+		cc := t.shown(best)
 		cc.DurationMS = ms(time.Since(best.Started))
 		return cc, true
 	}
 	for i := len(t.recent) - 1; i >= 0; i-- {
 		if t.recent[i].ID == id {
-			return *t.recent[i], true
+			return t.shown(t.recent[i]), true
 		}
 	}
 	return Call{}, false
