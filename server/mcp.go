@@ -87,6 +87,9 @@ type Options struct {
 	Upstream *mcp.Pool
 	// Tasks bound what the server keeps for MCP tasks (see tasks.go).
 	Tasks TaskOptions
+	// Rounds bound the calls of MCP 2026-07-28 clients that wait for
+	// their client's next round (see [RoundOptions]).
+	Rounds RoundOptions
 	// Audit, if set, records each resource read and prompt get of a
 	// client ([Access]): it is called before the request goes upstream,
 	// which it does not when Audit fails, and the function it returns is
@@ -161,6 +164,7 @@ func New(e *lathe.Engine, opts Options) *Server {
 	}
 	s := &Server{e: e, opts: opts, served: map[string]string{}, outputs: map[string]bool{}, sessions: map[*sdk.ServerSession]*clientSession{},
 		byHTTPID: map[string]*clientSession{}}
+	s.rounds.opts = opts.Rounds.withDefaults()
 	sopts := &sdk.ServerOptions{
 		Instructions: opts.Instructions,
 		Logger:       opts.Logger,
@@ -412,7 +416,7 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 			// The client cannot be sent a request while its call runs:
 			// what the call asks goes back to it as input requests, and
 			// the call waits for its next tools/call (see rounds).
-			return s.rounds.serve(ctx, ss, req, func(ctx context.Context, to asker) *sdk.CallToolResult {
+			return s.rounds.serve(ctx, ss, s.roundClient(ctx, ss), req, func(ctx context.Context, to asker) *sdk.CallToolResult {
 				return s.run(ctx, ss, req, name, hasOutput, caps, to)
 			})
 		}

@@ -2,14 +2,22 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lathe-tools/lathe"
+	"github.com/lathe-tools/lathe/runtime/builtin"
 	"github.com/lathe-tools/lathe/server"
+	"github.com/lathe-tools/lathe/tool"
 )
 
 // manualClient connects a client of MCP 2026-07-28 to srv in memory that
@@ -107,5 +115,130 @@ func TestRoundsEndWithTheCall(t *testing.T) {
 		RequestState: first.RequestState, InputResponses: sdk.InputResponseMap{}})
 	if err == nil || !strings.Contains(err.Error(), "requestState") {
 		t.Fatalf("the call still waits for its client 2s after its deadline of 300ms: %v", err)
+	}
+}
+
+// askerTool elicits in the middle of its run, as an upstream server's tool
+// does, and ends when it is answered or its call is cancelled.
+func askerTool() tool.Tool {
+	return builtin.Must(builtin.Func(tool.Definition{Name: "hold", Summary: "Ask, and wait for the answer."},
+		func(ctx context.Context, _ struct{}) (string, error) {
+			h := tool.HooksFrom(ctx)
+			if h.Elicit == nil {
+				return "", errors.New("no elicitation")
+			}
+			res, err := h.Elicit(ctx, &tool.ElicitRequest{Message: "go on?",
+				Schema: json.RawMessage(`{"type":"object","properties":{}}`)})
+			if err != nil {
+				return "", err
+			}
+			return res.Action, nil
+		}))
+}
+
+// TestRoundsBounded is the attack of a client of MCP 2026-07-28 over
+// streamable HTTP that opens calls which ask it something and never comes
+// back for their next round: each would hold a goroutine and its call
+// until the call's deadline. Past its own bound its calls are refused with
+// an error that names the bound, another client is still served, a client
+// that declares ever new names is stopped by the bound of all clients, and
+// every abandoned call is cancelled once its wait is over, its record
+// complete.
+func TestRoundsBounded(t *testing.T) {
+	e := newEngine(t, askerTool())
+	finished := make(chan string, 4096)
+	started := make(chan struct{}, 4096)
+	unsub := e.Subscribe(func(ev lathe.Event) {
+		switch ev.Kind {
+		case lathe.EventCallStarted:
+			started <- struct{}{}
+		case lathe.EventCallFinished:
+			finished <- ev.Outcome
+		}
+	}, lathe.EventCallStarted, lathe.EventCallFinished)
+	defer unsub()
+	const perClient, total = 8, 20
+	wait := 6 * time.Second
+	srv := server.New(e, server.Options{Rounds: server.RoundOptions{Wait: wait, MaxPerClient: perClient, MaxWaiting: total}})
+	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{}))
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	caps := map[string]any{"elicitation": map[string]any{}}
+	before := runtime.NumGoroutine()
+
+	// One client opens many calls, in parallel, and answers none.
+	const calls = 500
+	attacker := &client26{t: t, url: ts.URL + server.Path, caps: caps}
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range calls {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_, msgs := attacker.call(i, "hold", map[string]any{}, nil)
+			r := decode26(t, msgs[len(msgs)-1])
+			key := r.Result.ResultType
+			if r.Error != nil {
+				key = r.Error.Message
+				if r.Error.Code != -32050 || !strings.Contains(key, "at most 8 waiting") {
+					t.Errorf("a call past the client's bound: %d %s", r.Error.Code, key)
+				}
+				key = "refused"
+			}
+			mu.Lock()
+			outcomes[key]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if outcomes["input_required"] != perClient || outcomes["refused"] != calls-perClient {
+		t.Fatalf("%d calls of one client that answers none: %v, want %d waiting and the rest refused", calls, outcomes, perClient)
+	}
+	if n := runtime.NumGoroutine() - before; n > 200 {
+		t.Errorf("%d goroutines more than before the %d calls", n, calls)
+	}
+
+	// Another client is still served, and its call waits for it.
+	other := &client26{t: t, url: ts.URL + server.Path, caps: caps}
+	other.name = "other"
+	_, msgs := other.call(1, "hold", map[string]any{}, nil)
+	if r := decode26(t, msgs[len(msgs)-1]); r.Result.ResultType != "input_required" {
+		t.Fatalf("another client's call while the first holds its bound: %s", msgs[len(msgs)-1])
+	}
+
+	// A client that declares a new name for each call meets the bound of
+	// all clients.
+	refused := 0
+	for i := range 2 * total {
+		c := &client26{t: t, url: ts.URL + server.Path, caps: caps, name: fmt.Sprintf("sybil-%d", i)}
+		_, msgs := c.call(i, "hold", map[string]any{}, nil)
+		if r := decode26(t, msgs[len(msgs)-1]); r.Error != nil {
+			if !strings.Contains(r.Error.Message, "at most 20 (RoundOptions.MaxWaiting)") {
+				t.Errorf("a call past the bound of all clients: %s", r.Error.Message)
+			}
+			refused++
+		}
+	}
+	if refused != 2*total-(total-perClient-1) {
+		t.Errorf("%d of %d calls under new names refused, want %d", refused, 2*total, 2*total-(total-perClient-1))
+	}
+
+	// Every call started ends, those abandoned cancelled after their wait:
+	// none waits for its deadline (20s), and every record is complete.
+	deadline := time.After(wait + 10*time.Second)
+	got := map[string]int{}
+	for n := len(started); n > 0; n-- {
+		select {
+		case o := <-finished:
+			got[o]++
+		case <-deadline:
+			t.Fatalf("only %v of %d calls ended within %s; the abandoned ones still wait", got, len(started), wait+10*time.Second)
+		}
+	}
+	if got["cancelled"] != len(started)-got["ok"] || got["cancelled"] < total {
+		t.Errorf("the calls ended %v; want every abandoned one cancelled", got)
 	}
 }
