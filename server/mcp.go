@@ -746,6 +746,8 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	h = endWithAnswer(h)
 	// tools/call, on lathe's own path (httpcall.go).
 	h = s.serveCalls(h)
+	// Answers to lathe's own requests inside a batch (batch.go).
+	h = s.batchAnswers(h)
 	h = s.keepSessions(cmp.Or(opts.SessionTimeout, time.Hour), h)
 	h = readBody(h)
 	h = sameOrigin(h)
