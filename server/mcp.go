@@ -133,6 +133,10 @@ type Server struct {
 	// sinks are where sessions are sent task notifications, by session
 	// (tasknotify.go).
 	sinks map[string]*sink
+	// listens are the responses of the subscriptions/listen requests of
+	// clients of MCP 2026-07-28 over HTTP, by the name listenStream gave
+	// them (listen26.go).
+	listens map[string]io.Writer
 }
 
 // clientSession is what the server keeps of one client's session.
@@ -518,6 +522,11 @@ func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, to asker, to
 				Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
 	}
+	if t, ok := call.Value(taskKey{}).(*task); ok && multiRound(ss) {
+		// A task of MCP 2026-07-28: kept with the task, which carries
+		// them to its client (tasknotes.go).
+		h.Log, h.Progress = s.tasks.notes26(t, token)
+	}
 	if caps != nil && caps.Elicitation != nil {
 		h.Elicit = func(ctx context.Context, r *tool.ElicitRequest) (*tool.ElicitResult, error) {
 			ctx, done := related(call, ctx)
@@ -740,6 +749,8 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	h = s.endOnDelete(h)
 	// Task notifications on the sessions' standalone streams (tasknotify.go).
 	h = s.taskStream(h)
+	// And on the responses of listens of MCP 2026-07-28 (listen26.go).
+	h = s.listenStream(h)
 	if max := cmp.Or(opts.MaxSessions, DefaultMaxSessions); max > 0 {
 		h = s.limitSessions(max, h)
 	}

@@ -428,7 +428,10 @@ func (s *Server) serveTasks() {
 				return nil, err
 			}
 			if multiRound(ss) {
-				return encode(s.tasks.detailed(t, "complete"))
+				d := s.tasks.detailed(t, "complete")
+				level, after := notesWanted(p.Meta)
+				s.tasks.withNotes(d, t, level, after)
+				return encode(d)
 			}
 			return encode(&taskResult{Task: s.tasks.wire(t)})
 		}))
