@@ -24,9 +24,6 @@ func listen26(ctx context.Context, t *testing.T, c *client26, id int, ids []stri
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", "subscriptions/listen")
 	req.Header.Set("Authorization", "Bearer "+c.token)
-	// A value of lathe's own header, as if naming another's listen, is
-	// not taken.
-	req.Header.Set("Lathe-Listen-Stream", strings.Repeat("0", 32))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("subscriptions/listen: %v", err)
