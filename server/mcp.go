@@ -525,7 +525,7 @@ func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, to asker, to
 	if t, ok := call.Value(taskKey{}).(*task); ok && multiRound(ss) {
 		// A task of MCP 2026-07-28: kept with the task, which carries
 		// them to its client (tasknotes.go).
-		h.Log, h.Progress = s.tasks.notes26(t, token)
+		h.Log, h.Progress = s.tasks.notes26(t, h.Log, h.Progress)
 	}
 	if caps != nil && caps.Elicitation != nil {
 		h.Elicit = func(ctx context.Context, r *tool.ElicitRequest) (*tool.ElicitResult, error) {

@@ -166,12 +166,23 @@ type note26 struct {
 // client of MCP 2026-07-28: what they report is kept with t, and t's
 // change is told its listeners. Progress is kept whether or not the
 // tools/call named a progress token: the task is what its client follows.
-func (ts *taskStore) notes26(t *task, token any) (func(tool.LogMessage), func(tool.Progress)) {
+// Until the client is given the task's handle its tools/call is still
+// open, and a call that ends before then is answered as a plain call: what
+// the call reports goes on that request too, through log and progress (the
+// hooks of a plain call, progress nil without a token), and no longer once
+// the call is a task, which the extension sends no such messages for.
+func (ts *taskStore) notes26(t *task, sendLog func(tool.LogMessage), sendProgress func(tool.Progress)) (func(tool.LogMessage), func(tool.Progress)) {
 	log := func(m tool.LogMessage) {
+		if sendLog != nil && !t.handed.Load() {
+			sendLog(m)
+		}
 		ts.keep26(t, &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(m.Level), Logger: m.Logger,
 			Data: json.RawMessage(m.Data)}, "")
 	}
 	progress := func(p tool.Progress) {
+		if sendProgress != nil && !t.handed.Load() {
+			sendProgress(p)
+		}
 		msg := p.Message
 		if msg == "" {
 			msg = "progress " + strconv.FormatFloat(p.Progress, 'g', -1, 64)
@@ -179,8 +190,7 @@ func (ts *taskStore) notes26(t *task, token any) (func(tool.LogMessage), func(to
 				msg += " of " + strconv.FormatFloat(p.Total, 'g', -1, 64)
 			}
 		}
-		ts.keep26(t, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total,
-			Message: p.Message}, msg)
+		ts.keep26(t, &sdk.ProgressNotificationParams{Progress: p.Progress, Total: p.Total, Message: p.Message}, msg)
 	}
 	return log, progress
 }

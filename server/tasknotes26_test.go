@@ -166,3 +166,26 @@ func TestTaskNotes2026(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskNotes2026BeforeTheHandle: a call of a client of the tasks
+// extension that ends before it becomes a task is a plain call: its
+// progress reaches the client on the call's own response, as it comes.
+func TestTaskNotes2026BeforeTheHandle(t *testing.T) {
+	p := newProbe()
+	srv := server.New(newEngine(t, p.tools()...), server.Options{Tasks: server.TaskOptions{Promote: time.Minute}})
+	url := serveTasks(t, srv, nil)
+	c := &client26{t: t, url: url,
+		caps: map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}}
+	meta := c.meta()
+	meta["progressToken"] = "p"
+	_, msgs := c.call(1, "steps", map[string]any{}, map[string]any{"_meta": meta})
+	progress := 0
+	for _, m := range msgs {
+		if decode26(t, m).Method == "notifications/progress" {
+			progress++
+		}
+	}
+	if last := decode26(t, msgs[len(msgs)-1]); progress != 3 || last.Result.ResultType != "complete" {
+		t.Errorf("steps, a call that did not become a task: %d progress messages: %s", progress, msgs)
+	}
+}

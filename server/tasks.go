@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -138,6 +139,9 @@ type task struct {
 
 	// asked is closed at the task's first question (see startTask2026).
 	asked chan struct{}
+	// handed is set once the client of MCP 2026-07-28 was given the task's
+	// handle: its call is a task from then on (tasknotes.go).
+	handed atomic.Bool
 
 	// Guarded by taskStore.mu.
 	status, message string
@@ -550,6 +554,11 @@ func (s *Server) taskSending(next sdk.MethodHandler) sdk.MethodHandler {
 		if t == nil {
 			return next(ctx, method, req)
 		}
+		if ss, ok := req.GetSession().(*sdk.ServerSession); ok && multiRound(ss) {
+			// A call of 2026-07-28 sends its session something only
+			// while it is a plain call (tasknotes.go), not yet a task.
+			return next(ctx, method, req)
+		}
 		// A progress or log message is kept with the task, for a session
 		// of its client that comes later (tasknotes.go).
 		s.keepNote(ctx, t, method, req)
@@ -626,7 +635,7 @@ func (s *Server) startTask(req *sdk.CallToolRequest, spec any) (sdk.Result, erro
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.launch(req, ttl)
+	t, err := s.launch(context.Background(), req, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -652,12 +661,17 @@ func (s *Server) taskTool(name string, spec any) (time.Duration, error) {
 
 // launch makes a task of the call req and starts the call. Its questions
 // go to no session until one is attached (taskinput.go).
-func (s *Server) launch(req *sdk.CallToolRequest, ttl time.Duration) (*task, error) {
+//
+// The call takes the values of from, not its end: a call of a client of
+// MCP 2026-07-28 is a plain call until the client is given its handle, and
+// what it reports until then goes on the request that made it, which the
+// SDK finds in those values (tasknotes.go).
+func (s *Server) launch(from context.Context, req *sdk.CallToolRequest, ttl time.Duration) (*task, error) {
 	name := req.Params.Name
 	def, _ := s.e.Lookup(name)
 	// The call outlives its request: it ends with the task (cancelled, or
 	// at its TTL) or the server, never with the session that made it.
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.WithoutCancel(from))
 	t, err := s.tasks.add(principalOf(req), s.sessionID(req.Session), ttl, cancel)
 	if err != nil {
 		cancel()
