@@ -116,9 +116,10 @@ func next(ctx context.Context, t *testing.T, what string, ch <-chan map[string]j
 // answers lathe's sampling request inside a JSON-RPC batch, alone or beside
 // a request of its own; the call takes that answer (before, it waited for
 // its timeout), and the batch's request is answered. An answer batched by
-// another session, which learnt the request's id, is not taken.
+// another session, which learnt the request's id, is not taken; a
+// cancellation in a batch cancels the call.
 func TestBatchedAnswer(t *testing.T) {
-	for _, with := range []string{"alone", "with a ping", "after another session's"} {
+	for _, with := range []string{"alone", "with a ping", "after another session's", "cancelled in a batch"} {
 		t.Run(with, func(t *testing.T) {
 			e := lathe.New(lathe.Options{Timeout: 8 * time.Second})
 			if err := e.Register(samplerTool()); err != nil {
@@ -156,6 +157,30 @@ func TestBatchedAnswer(t *testing.T) {
 			ask := next(ctx, t, "the sampling request", call)
 			if m := string(ask["method"]); m != `"sampling/createMessage"` {
 				t.Fatalf("the call sent %s first, want a sampling request", m)
+			}
+			if with == "cancelled in a batch" {
+				post25(ctx, t, url, sid, []any{map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+					"params": map[string]any{"requestId": 2, "reason": "enough"}}}).Body.Close()
+				start := time.Now()
+				for {
+					select {
+					case m, ok := <-call:
+						if ok && m["result"] == nil && m["error"] == nil {
+							continue
+						}
+						if ok && !strings.Contains(string(m["result"]), `"cancelled"`) {
+							t.Fatalf("the call cancelled in a batch answered %s %s", m["result"], m["error"])
+						}
+						// Ended as a cancelled call, long before its 8 s
+						// timeout.
+						if d := time.Since(start); d > 4*time.Second {
+							t.Errorf("the call ended %s after its cancellation", d)
+						}
+						return
+					case <-ctx.Done():
+						t.Fatal("the call cancelled in a batch did not end")
+					}
+				}
 			}
 			if with == "after another session's" {
 				forged := sampled(ask["id"])
