@@ -205,12 +205,18 @@ func (s *Server) listenTasks(ctx context.Context, req sdk.Request, next sdk.Meth
 	}
 	level, _ := notesWanted(r.Params.Meta)
 	var agreed []string
+	sid := s.sessionID(r.Session)
 	for _, v := range ids {
 		id, _ := v.(string)
 		// A task the client may not see is left out of the
 		// acknowledgement, as one that does not exist is.
-		if _, err := s.tasks.get(principalOf(req), s.sessionID(r.Session), id); err != nil || k == nil {
+		t, err := s.tasks.find(principalOf(req), id)
+		if err != nil || k == nil {
 			continue
+		}
+		// The session is bound to the task while the listen lasts.
+		if s.tasks.hold(t, sid) {
+			defer s.tasks.unhold(t, sid)
 		}
 		agreed = append(agreed, id)
 	}

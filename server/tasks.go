@@ -349,6 +349,38 @@ func (ts *taskStore) get(principal, sid, id string) (*task, error) {
 	return t, nil
 }
 
+// find returns the task id if principal may see it, as get does, without
+// binding a session to it: a request of MCP 2026-07-28 over streamable
+// HTTP is a session of its own, which ends with it, and one bound at each
+// poll would grow the task's sessions at each (tasknotes.go).
+func (ts *taskStore) find(principal, id string) (*task, error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t := ts.tasks[id]
+	if t == nil || t.principal != principal {
+		return nil, errUnknownTask
+	}
+	return t, nil
+}
+
+// hold binds the session sid to t until unhold, and reports whether it
+// was not bound before.
+func (ts *taskStore) hold(t *task, sid string) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if t.holders[sid] {
+		return false
+	}
+	t.holders[sid] = true
+	return true
+}
+
+func (ts *taskStore) unhold(t *task, sid string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	delete(t.holders, sid)
+}
+
 func (ts *taskStore) wire(t *task) mcpconv.Task {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -519,11 +551,16 @@ func (s *Server) serveTasks() {
 // principal may see it, and notes that ss holds it. A session of MCP
 // 2026-07-28 must declare the tasks extension on the request (meta).
 func (s *Server) presented(ctx context.Context, ss *sdk.ServerSession, meta sdk.Meta, id string) (*task, error) {
-	if multiRound(ss) && !declaresTasks(meta) {
-		return nil, errMissingTasks
+	if multiRound(ss) {
+		if !declaresTasks(meta) {
+			return nil, errMissingTasks
+		}
+		// A session of 2026-07-28 is bound to a task by a listen alone
+		// (tasknotify.go), the one thing it is bound for.
+		return s.tasks.find(principalFrom(ctx), id)
 	}
 	t, err := s.tasks.get(principalFrom(ctx), s.sessionID(ss), id)
-	if err == nil && !multiRound(ss) {
+	if err == nil {
 		// What the task reported that this session was not sent comes on
 		// this request's stream (tasknotes.go).
 		s.tasks.catchUp(t, ss, ctx)
