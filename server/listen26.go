@@ -5,9 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,8 +34,12 @@ const listenHeader = "Lathe-Listen-Stream"
 
 // listenStream names the response of each subscriptions/listen of a
 // client of MCP 2026-07-28, for listenTasks to send its task notifications
-// on.
-func (s *Server) listenStream(next http.Handler) http.Handler {
+// on. A listen lasts as long as its client keeps it, holding a connection
+// and the session the SDK makes for it, as a session's stream would: at
+// most max are open at once (no cap when max is not positive), as at most
+// max sessions are.
+func (s *Server) listenStream(max int, next http.Handler) http.Handler {
+	var open atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(listenHeader)
 		if r.Method != http.MethodPost || !sessionless(r) {
@@ -48,12 +55,25 @@ func (s *Server) listenStream(next http.Handler) http.Handler {
 			return
 		}
 		var m struct {
-			Method string `json:"method"`
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
 		}
 		if json.Unmarshal(body, &m) != nil || m.Method != "subscriptions/listen" {
 			next.ServeHTTP(w, r)
 			return
 		}
+		if n := open.Add(1); max > 0 && n > int64(max) {
+			open.Add(-1)
+			if len(m.ID) == 0 {
+				m.ID = json.RawMessage("null")
+			}
+			w.Header().Set("Retry-After", "10")
+			writeRPCError(w, http.StatusServiceUnavailable, m.ID, jsonrpc.CodeInternalError, fmt.Sprintf(
+				"too many listens: this server keeps at most %d subscriptions/listen open at once (HTTPOptions.MaxSessions); "+
+					"end one, or follow a task with tasks/get", max))
+			return
+		}
+		defer open.Add(-1)
 		var b [16]byte
 		if _, err := rand.Read(b[:]); err != nil {
 			next.ServeHTTP(w, r)

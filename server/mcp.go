@@ -689,7 +689,9 @@ type HTTPOptions struct {
 	SessionTimeout time.Duration
 	// MaxSessions caps the sessions open at once; a client that would open
 	// one more is answered 503 Service Unavailable. Zero means
-	// [DefaultMaxSessions]; negative, no cap.
+	// [DefaultMaxSessions]; negative, no cap. It caps as well the
+	// subscriptions/listen requests of clients of MCP 2026-07-28 open at
+	// once, each a stream that lasts as a session's would.
 	MaxSessions int
 	// MaxBodyBytes caps a request's body; a larger one is answered 413.
 	// Zero means [DefaultMaxBodyBytes].
@@ -750,7 +752,7 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	// Task notifications on the sessions' standalone streams (tasknotify.go).
 	h = s.taskStream(h)
 	// And on the responses of listens of MCP 2026-07-28 (listen26.go).
-	h = s.listenStream(h)
+	h = s.listenStream(cmp.Or(opts.MaxSessions, DefaultMaxSessions), h)
 	if max := cmp.Or(opts.MaxSessions, DefaultMaxSessions); max > 0 {
 		h = s.limitSessions(max, h)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -187,5 +188,64 @@ func TestTaskNotes2026BeforeTheHandle(t *testing.T) {
 	}
 	if last := decode26(t, msgs[len(msgs)-1]); progress != 3 || last.Result.ResultType != "complete" {
 		t.Errorf("steps, a call that did not become a task: %d progress messages: %s", progress, msgs)
+	}
+}
+
+// TestListensBounded: listens of clients of MCP 2026-07-28 over HTTP each
+// hold a stream for as long as the client keeps it; past the server's
+// bound one more is refused with an error that names it, and once one
+// ends another is taken.
+func TestListensBounded(t *testing.T) {
+	srv := server.New(newEngine(t, testTools()...), server.Options{})
+	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{MaxSessions: 2}))
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	c := &client26{t: t, url: ts.URL + server.Path, caps: map[string]any{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	open := func(ctx context.Context, id int) *http.Response {
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+			"params": map[string]any{"_meta": c.meta(), "notifications": map[string]any{"toolsListChanged": true}}})
+		req, _ := http.NewRequestWithContext(ctx, "POST", c.url, strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "subscriptions/listen")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("subscriptions/listen: %v", err)
+		}
+		return resp
+	}
+	first, end := context.WithCancel(ctx)
+	for i := range 2 {
+		c := ctx
+		if i == 0 {
+			c = first
+		}
+		resp := open(c, i)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("listen %d of 2: %s", i+1, resp.Status)
+		}
+		next(ctx, t, "the acknowledgement of a listen", events(resp))
+	}
+	resp := open(ctx, 3)
+	body := readAll(t, resp)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "at most 2 subscriptions/listen") ||
+		!strings.Contains(body, `"id":3`) {
+		t.Fatalf("a third listen: %s %s", resp.Status, body)
+	}
+	end()
+	for {
+		resp := open(ctx, 4)
+		if resp.StatusCode == http.StatusOK {
+			resp.Body.Close()
+			break
+		}
+		resp.Body.Close()
+		select {
+		case <-ctx.Done():
+			t.Fatal("no listen was taken after one ended")
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
