@@ -136,35 +136,45 @@ func askerTool() tool.Tool {
 		}))
 }
 
+// callOutcomes follows the ends of e's calls: it returns a function that
+// waits for n calls to end, within limit, and reports how they ended.
+func callOutcomes(t *testing.T, e *lathe.Engine) func(n int, limit time.Duration) map[string]int {
+	finished := make(chan string, 4096)
+	unsub := e.Subscribe(func(ev lathe.Event) { finished <- ev.Outcome }, lathe.EventCallFinished)
+	t.Cleanup(unsub)
+	return func(n int, limit time.Duration) map[string]int {
+		t.Helper()
+		deadline := time.After(limit)
+		got := map[string]int{}
+		for ; n > 0; n-- {
+			select {
+			case o := <-finished:
+				got[o]++
+			case <-deadline:
+				t.Fatalf("only %v of the calls ended within %s, %d more still run", got, limit, n)
+			}
+		}
+		return got
+	}
+}
+
 // TestRoundsBounded is the attack of a client of MCP 2026-07-28 over
 // streamable HTTP that opens calls which ask it something and never comes
 // back for their next round: each would hold a goroutine and its call
 // until the call's deadline. Past its own bound its calls are refused with
-// an error that names the bound, another client is still served, a client
-// that declares ever new names is stopped by the bound of all clients, and
-// every abandoned call is cancelled once its wait is over, its record
-// complete.
+// an error that names the bound, another client is still served, and a
+// client that declares ever new names is stopped by the bound of all
+// clients. Closing the server ends every waiting call, its record complete.
 func TestRoundsBounded(t *testing.T) {
 	e := newEngine(t, askerTool())
-	finished := make(chan string, 4096)
-	started := make(chan struct{}, 4096)
-	unsub := e.Subscribe(func(ev lathe.Event) {
-		switch ev.Kind {
-		case lathe.EventCallStarted:
-			started <- struct{}{}
-		case lathe.EventCallFinished:
-			finished <- ev.Outcome
-		}
-	}, lathe.EventCallStarted, lathe.EventCallFinished)
-	defer unsub()
+	ended := callOutcomes(t, e)
 	const perClient, total = 8, 20
-	wait := 6 * time.Second
-	srv := server.New(e, server.Options{Rounds: server.RoundOptions{Wait: wait, MaxPerClient: perClient, MaxWaiting: total}})
+	// Long enough that no call is given up while the test counts.
+	srv := server.New(e, server.Options{Rounds: server.RoundOptions{Wait: time.Minute, MaxPerClient: perClient, MaxWaiting: total}})
 	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{}))
 	t.Cleanup(func() { ts.Close(); srv.Close() })
 	caps := map[string]any{"elicitation": map[string]any{}}
 	before := runtime.NumGoroutine()
-
 	// One client opens many calls, in parallel, and answers none.
 	const calls = 500
 	attacker := &client26{t: t, url: ts.URL + server.Path, caps: caps}
@@ -226,19 +236,43 @@ func TestRoundsBounded(t *testing.T) {
 		t.Errorf("%d of %d calls under new names refused, want %d", refused, 2*total, 2*total-(total-perClient-1))
 	}
 
-	// Every call started ends, those abandoned cancelled after their wait:
-	// none waits for its deadline (20s), and every record is complete.
-	deadline := time.After(wait + 10*time.Second)
-	got := map[string]int{}
-	for n := len(started); n > 0; n-- {
-		select {
-		case o := <-finished:
-			got[o]++
-		case <-deadline:
-			t.Fatalf("only %v of %d calls ended within %s; the abandoned ones still wait", got, len(started), wait+10*time.Second)
-		}
+	// Every call refused was cancelled, and closing the server ends every
+	// waiting call, cancelled too: every record is complete.
+	srv.Close()
+	all := calls + 1 + 2*total
+	if got := ended(all, 10*time.Second); got["cancelled"] != all {
+		t.Errorf("the %d calls ended %v, want all cancelled", all, got)
 	}
-	if got["cancelled"] != len(started)-got["ok"] || got["cancelled"] < total {
-		t.Errorf("the calls ended %v; want every abandoned one cancelled", got)
+}
+
+// TestRoundsAbandoned: a call whose client does not come back for its next
+// round within RoundOptions.Wait is cancelled then, not at its deadline,
+// its record complete, and its request state names nothing after.
+func TestRoundsAbandoned(t *testing.T) {
+	e := newEngine(t, askerTool()) // the calls' deadline is 20 s
+	ended := callOutcomes(t, e)
+	wait := time.Second
+	srv := server.New(e, server.Options{Rounds: server.RoundOptions{Wait: wait}})
+	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{}))
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	c := &client26{t: t, url: ts.URL + server.Path, caps: map[string]any{"elicitation": map[string]any{}}}
+	start := time.Now()
+	var states []string
+	for i := range 10 {
+		_, msgs := c.call(i, "hold", map[string]any{}, nil)
+		r := decode26(t, msgs[len(msgs)-1])
+		if r.Result.ResultType != "input_required" {
+			t.Fatalf("call %d: %s", i, msgs[len(msgs)-1])
+		}
+		states = append(states, r.Result.RequestState)
+	}
+	got := ended(10, wait+10*time.Second)
+	if took := time.Since(start); got["cancelled"] != 10 || took < wait {
+		t.Errorf("the abandoned calls ended %v after %s, want 10 cancelled after their wait of %s", got, took, wait)
+	}
+	_, msgs := c.call(11, "hold", map[string]any{}, map[string]any{"requestState": states[0],
+		"inputResponses": map[string]any{"lathe-1": map[string]any{"action": "accept", "content": map[string]any{}}}})
+	if r := decode26(t, msgs[len(msgs)-1]); r.Error == nil || !strings.Contains(r.Error.Message, "requestState") {
+		t.Errorf("the state of an abandoned call, after its wait: %s", msgs[len(msgs)-1])
 	}
 }
