@@ -42,7 +42,10 @@ func (s *Server) listenStream(max int, next http.Handler) http.Handler {
 	var open atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(listenHeader)
-		if r.Method != http.MethodPost || !sessionless(r) {
+		// The method's header is read first, so that other requests pay
+		// nothing more; a listen whose header says otherwise goes without
+		// its response named, and so without task notifications.
+		if r.Method != http.MethodPost || !sessionless(r) || r.Header.Get("Mcp-Method") != "subscriptions/listen" {
 			next.ServeHTTP(w, r)
 			return
 		}
