@@ -16,7 +16,9 @@
 //
 // Any call can run as an MCP task: the client gets a handle at once and
 // fetches the result later, from the same session or a later one (see
-// [TaskOptions] for the bounds).
+// [TaskOptions] for the bounds). Under MCP 2026-07-28 a call that asks its
+// client something waits for the client's next round, within the bounds of
+// [RoundOptions].
 //
 // The server follows the engine's registry: when its tools change
 // ([lathe.EventToolsChanged], from Register, Replace, Unregister, or an
