@@ -48,6 +48,11 @@ const (
 // into those same requests for an older client. A server that speaks only
 // 2026-07-28 answers initialize with it, and lathe then speaks it, the
 // SDK answering the input requests of its calls through the same handlers.
+//
+// This is the version asked over stdio. Over streamable HTTP lathe asks
+// for the newest, 2026-07-28, as the SDK's own client does, and falls back
+// to this one with a server that does not speak it (see upstreamVersion in
+// tasks.go).
 const UpstreamProtocolVersion = "2025-11-25"
 
 // upTool is a tool as one server offers it.
@@ -339,7 +344,7 @@ func (s *server) start() (*session, []upTool, error) {
 			MaxRetries:   2,
 		}
 	}
-	cs, err := s.client.Connect(ctx, s.withTraffic(ctx, t), &sdk.ClientSessionOptions{ProtocolVersion: UpstreamProtocolVersion})
+	cs, err := s.client.Connect(ctx, s.withTraffic(ctx, t), &sdk.ClientSessionOptions{ProtocolVersion: upstreamVersion(s.cfg)})
 	if err != nil {
 		sess.shut()
 		return nil, nil, s.startError("starting", ctx, err)

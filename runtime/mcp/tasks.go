@@ -56,6 +56,27 @@ const extTasks = "io.modelcontextprotocol/tasks"
 // tasksFrom is the first protocol version whose tasks are the extension.
 const tasksFrom = "2026-07-28"
 
+// upstreamHTTPVersion is the MCP version lathe asks an upstream
+// server over streamable HTTP for: the newest, as the SDK's own client
+// does. The SDK asks first with server/discover; a server that does not
+// know it, or that serves 2026-07-28 only without sessions, as go-sdk's
+// stateful handler does, refuses it, and the SDK falls back to initialize
+// with 2025-11-25, where such a server sends its requests during the call.
+// A server that does serve 2026-07-28 over HTTP does so without sessions
+// (go-sdk's stateless handler): it has no way to send lathe a request
+// during a call under any version, and asks by answering the call with
+// input requests, which only 2026-07-28 lets it do. Over stdio lathe asks
+// for [UpstreamProtocolVersion] instead.
+const upstreamHTTPVersion = "2026-07-28"
+
+// upstreamVersion is the version lathe asks the server of cfg for.
+func upstreamVersion(cfg Config) string {
+	if len(cfg.Command) == 0 {
+		return upstreamHTTPVersion
+	}
+	return UpstreamProtocolVersion
+}
+
 // tasks26 reports whether cs speaks a version whose tasks are the
 // extension's.
 func tasks26(cs *sdk.ClientSession) bool {

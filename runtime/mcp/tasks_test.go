@@ -174,7 +174,9 @@ func TestUpstreamTaskCancel(t *testing.T) {
 	}
 }
 
-// Over HTTP, too: the upstream is a lathe server in this process.
+// Over HTTP, too: the upstream is a lathe server in this process, which
+// refuses requests of MCP 2026-07-28 as a server with sessions of go-sdk
+// does, so that lathe falls back to 2025-11-25 and its tasks.
 func TestUpstreamTaskHTTP(t *testing.T) {
 	ue := lathe.New(lathe.Options{Timeout: 20 * time.Second})
 	cancelled := make(chan struct{}, 1)
@@ -213,6 +215,10 @@ func TestUpstreamTaskHTTP(t *testing.T) {
 			seen = append(seen, m.Method)
 			mu.Unlock()
 		}
+		if r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" {
+			http.Error(w, "Bad Request: this server has sessions, and speaks 2025-11-25 at most", http.StatusBadRequest)
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		h.ServeHTTP(w, r)
 	}))
@@ -231,7 +237,8 @@ func TestUpstreamTaskHTTP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	r := mustOK(t, call(t, ctx, e, "up__slow", `{"word":"hi"}`))
-	if r.Text() != "through: hi" || !saw("tools/call+task") || !saw("tasks/result") || saw("tools/call") {
+	if r.Text() != "through: hi" || !saw("server/discover") || !saw("initialize") || !saw("tools/call+task") ||
+		!saw("tasks/result") || saw("tools/call") {
 		t.Errorf("result %q; the upstream saw %v", r.Text(), seen)
 	}
 
