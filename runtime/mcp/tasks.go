@@ -268,6 +268,7 @@ func (s *server) awaitTask(ctx context.Context, sess *session, res *sdk.CallTool
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("the server answered with a task lathe cannot read: %v", raw)}
 	}
+	s.noteTask(ctx, tk.TaskID)
 	if tasks26(sess.cs) {
 		r, err := s.pollTask(ctx, sess, tk.TaskID)
 		if err != nil && ctx.Err() != nil {
@@ -282,6 +283,22 @@ func (s *server) awaitTask(ctx context.Context, sess *session, res *sdk.CallTool
 		s.cancelTask(sess, tk.TaskID)
 	}
 	return r, err
+}
+
+// noteTask notes that the call of ctx became the upstream task id, which
+// the server's requests for the call then name (related.go), and wakes the
+// requests that named it before.
+func (s *server) noteTask(ctx context.Context, id string) {
+	cid, ok := ctx.Value(inflightKey{}).(uint64)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.inflight[cid]; f != nil {
+		f.task = id
+		s.nextTurnLocked()
+	}
 }
 
 // Bounds of the polling of an upstream task (MCP 2026-07-28): the server's

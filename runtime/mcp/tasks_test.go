@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -56,6 +57,14 @@ func serveTasks() {
 					return "", errors.New("stopped")
 				}
 				return "went on", nil
+			})),
+		builtin.Must(builtin.Func(tool.Definition{Name: "confirm_for", Summary: "Ask first, about someone."},
+			func(ctx context.Context, a in) (string, error) {
+				v, err := builtin.Ask(ctx, tool.Question{ID: "sure", Text: "Go on for " + a.Word + "?", Kind: tool.QuestionBoolean})
+				if err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("went on for %s: %v", a.Word, builtin.AnswerBool(v)), nil
 			})),
 		builtin.Must(builtin.Func(tool.Definition{Name: "block", Summary: "Wait to be cancelled."},
 			func(ctx context.Context, _ struct{}) (string, error) {
