@@ -100,6 +100,14 @@ func newUpstream26(t *testing.T) *upstream26 {
 		}
 		return text("secret of " + a.Who + ": " + answer(name) + ", " + answer(model)), nil, nil
 	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "tell"}, func(ctx context.Context, req *sdk.CallToolRequest, a in) (*sdk.CallToolResult, any, error) {
+		note(req)
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "working for " + a.Who})
+		}
+		req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Data: "log about " + a.Who})
+		return text("told " + a.Who), nil, nil
+	})
 	sdk.AddTool(srv, &sdk.Tool{Name: "block"}, func(ctx context.Context, req *sdk.CallToolRequest, a in) (*sdk.CallToolResult, any, error) {
 		note(req)
 		select {
@@ -156,7 +164,10 @@ func TestUpstream2026HTTP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	taskURL, taskMethods := taskUpstream26(t)
-	pool, err := mcp.Open(ctx, e, []mcp.Config{{Name: "up", URL: u.url}, {Name: "tk", URL: taskURL}}, mcp.Options{})
+	// The upstream's log level is configured: a client of 2026-07-28
+	// names a level in each request's _meta, which reaches lathe's face
+	// but not the level lathe asks of its upstreams.
+	pool, err := mcp.Open(ctx, e, []mcp.Config{{Name: "up", URL: u.url, LogLevel: "info"}, {Name: "tk", URL: taskURL}}, mcp.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,6 +192,12 @@ func TestUpstream2026HTTP(t *testing.T) {
 				ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 					show(r.Params.Message)
 					return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "person-" + version, "answer": true}}, nil
+				},
+				ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+					show(r.Params.Message)
+				},
+				LoggingMessageHandler: func(_ context.Context, r *sdk.LoggingMessageRequest) {
+					show(fmt.Sprint(r.Params.Data))
 				},
 				CreateMessageHandler: func(_ context.Context, r *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 					for _, m := range r.Params.Messages {
@@ -221,6 +238,20 @@ func TestUpstream2026HTTP(t *testing.T) {
 					t.Errorf("%s: %q (error %v), want %q", c.tool, got, r.IsError, c.want)
 				}
 			}
+			// Progress and a log message of the call reach its client.
+			if version < "2026-07-28" {
+				if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			meta := sdk.Meta{"progressToken": "p1"}
+			if version >= "2026-07-28" {
+				meta[sdk.MetaKeyLogLevel] = "debug"
+			}
+			r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "up__tell", Arguments: map[string]any{"who": "ada"}, Meta: meta})
+			if err != nil || r.IsError || callText(r) != "told ada" {
+				t.Errorf("tell: %v %v", err, r)
+			}
 			select {
 			case v := <-u.versions:
 				if v != "2026-07-28" {
@@ -232,10 +263,20 @@ func TestUpstream2026HTTP(t *testing.T) {
 			if m := taskMethods(); !slices.Contains(m, "tasks/get") || !slices.Contains(m, "tasks/update") {
 				t.Errorf("the task upstream's questions were not answered inside a task; it was sent %v", m)
 			}
+			// A notification may be handled by the client after the
+			// result that followed it.
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				mu.Lock()
+				got := strings.Join(shown, "\n")
+				mu.Unlock()
+				if strings.Contains(got, "working for ada") && strings.Contains(got, "log about ada") {
+					break
+				}
+			}
 			mu.Lock()
 			if got := strings.Join(shown, "\n"); !strings.Contains(got, "Who asks about the secret of ada?") ||
 				!strings.Contains(got, "summarize the secret of ada") || !strings.Contains(got, "Go on for ada?") ||
-				!strings.Contains(got, "muse on ada") {
+				!strings.Contains(got, "muse on ada") || !strings.Contains(got, "working for ada") || !strings.Contains(got, "log about ada") {
 				t.Errorf("the client was shown:\n%s", got)
 			}
 			mu.Unlock()
