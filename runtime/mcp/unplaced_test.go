@@ -270,11 +270,13 @@ func TestAbandonedCallsQuestion(t *testing.T) {
 	e, _ := open(t, mcp.Options{}, mcp.Config{Name: "up", Command: argv, Env: env})
 	seen := &shown{}
 	names := []string{"alice", "bob"}
-	args := []string{`{"who":"alice","hold":1500}`, `{"who":"bob","ask":true,"stubborn":true}`}
+	// bob gives up 1.5 s in, alice's call ends 3 s after they met: long
+	// enough, on a loaded machine, for both calls to meet first.
+	args := []string{`{"who":"alice","hold":3000}`, `{"who":"bob","ask":true,"stubborn":true}`}
 	results := meetAt(t, func(ctx context.Context, i int) string {
 		if names[i] == "bob" {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, 600*time.Millisecond)
+			ctx, cancel = context.WithTimeout(ctx, 1500*time.Millisecond)
 			defer cancel()
 		}
 		return e.Call(asClient(ctx, names[i], seen), &tool.Call{Name: "up__meet", Arguments: []byte(args[i])}).Result.Text()
