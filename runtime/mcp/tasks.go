@@ -199,6 +199,12 @@ func (s *server) callTask(ctx context.Context, sess *session, params *sdk.CallTo
 		err error
 	}
 	sendCtx, done := createContext(ctx)
+	if !mayBecomeTask(sess.cs, params) {
+		// No handle can be lost: the call ends with the caller's, and a
+		// server of 2026-07-28 over HTTP learns of it at once, as its
+		// request closes.
+		sendCtx, done = context.WithCancel(ctx)
+	}
 	ch := make(chan answer, 1)
 	go func() {
 		r, err := sess.cs.CallTool(sendCtx, params)
@@ -225,6 +231,22 @@ func (s *server) callTask(ctx context.Context, sess *session, params *sdk.CallTo
 		})
 		return nil, ctx.Err()
 	}
+}
+
+// mayBecomeTask reports whether the server of cs may answer the call of
+// params with a task: lathe asked for one (MCP 2025-11-25), or the server
+// declared the tasks extension (2026-07-28); a server that did not, did
+// not agree to make tasks.
+func mayBecomeTask(cs *sdk.ClientSession, params *sdk.CallToolParams) bool {
+	if _, asked := params.Meta[mcpconv.TaskMetaKey]; asked {
+		return true
+	}
+	ir := cs.InitializeResult()
+	if ir == nil || ir.Capabilities == nil {
+		return false
+	}
+	_, ok := ir.Capabilities.Extensions[extTasks]
+	return ok
 }
 
 // createContext is the context of a task-augmented tools/call: it ends

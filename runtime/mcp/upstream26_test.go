@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -24,21 +23,26 @@ import (
 	"github.com/lathe-tools/lathe/tool"
 )
 
-// upstream26 is a go-sdk server over streamable HTTP that speaks MCP
-// 2026-07-28 alone. Its tools ask their client the only way that version
-// lets a server ask during a call: by answering the call with input
-// requests, which the client's next round answers (an elicitation in
-// "ask", a sampling request in "sample", both in "both"). Its tool "block"
-// waits until its call is cancelled, and then says so on cancelled.
+// upstream26 is a go-sdk server over streamable HTTP as go-sdk serves MCP
+// 2026-07-28: without sessions (a client that asks for 2025-11-25 gets
+// it, but then no request of the server's can reach it), a call's handler
+// cancelled when its request closes. Its tools ask their client the only
+// way that version lets a server ask during a call: by answering the call
+// with input requests, which the client's next round answers (an
+// elicitation in "ask", a sampling request in "sample", both in "both");
+// "tell" reports progress and logs a message. Its tool "block" says on
+// blocking that it runs, waits until its call is cancelled, and then says
+// so on cancelled.
 type upstream26 struct {
 	url       string
 	versions  chan string // the version of each call's session
+	blocking  chan string
 	cancelled chan string
 }
 
 func newUpstream26(t *testing.T) *upstream26 {
 	t.Helper()
-	u := &upstream26{versions: make(chan string, 64), cancelled: make(chan string, 4)}
+	u := &upstream26{versions: make(chan string, 64), blocking: make(chan string, 4), cancelled: make(chan string, 4)}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "up26", Version: "1"}, nil)
 	note := func(req *sdk.CallToolRequest) {
 		v := "none"
@@ -110,6 +114,7 @@ func newUpstream26(t *testing.T) *upstream26 {
 	})
 	sdk.AddTool(srv, &sdk.Tool{Name: "block"}, func(ctx context.Context, req *sdk.CallToolRequest, a in) (*sdk.CallToolResult, any, error) {
 		note(req)
+		u.blocking <- a.Who
 		select {
 		case <-ctx.Done():
 			u.cancelled <- a.Who
@@ -125,34 +130,10 @@ func newUpstream26(t *testing.T) *upstream26 {
 	return u
 }
 
-// only2026 makes h a server of MCP 2026-07-28 alone, as onlyVersion does
-// over stdio: an initialize asks it for 2026-07-28, whatever the client
-// asked for, and the server answers with that version, which the client
-// then speaks. (go-sdk's own way to narrow a server's versions,
-// ServerOptions.SupportedProtocolVersions, answers an initialize of
-// 2025-11-25 with 2025-11-25 and then refuses every request of it.)
-func only2026(h http.Handler) http.Handler {
-	re := regexp.MustCompile(`"protocolVersion":"[^"]*"`)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			if bytes.Contains(body, []byte(`"method":"initialize"`)) {
-				body = re.ReplaceAll(body, []byte(`"protocolVersion":"2026-07-28"`))
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			r.ContentLength = int64(len(body))
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// TestUpstream2026HTTP: an upstream that speaks MCP 2026-07-28 alone,
-// over streamable HTTP, asks during a call by answering it with input
-// requests (elicitation, sampling, both at once). Through lathe serve,
+// TestUpstream2026HTTP: an upstream that serves MCP 2026-07-28 over
+// streamable HTTP, as go-sdk does, asks during a call by answering it with
+// input requests (elicitation, sampling, both at once), and a lathe
+// server upstream asks inside a task (input_required). Through lathe serve,
 // each question reaches the client whose call it is, a client of
 // 2025-11-25 (asked during its call) as well as one of 2026-07-28 (asked
 // by rounds of its own), and the answers reach the upstream; a client
@@ -282,21 +263,28 @@ func TestUpstream2026HTTP(t *testing.T) {
 			mu.Unlock()
 
 			// The client cancels its call: the upstream's call is cancelled.
+			// It offers no tasks, so no task's handle can be in flight:
+			// the cancellation reaches it at once, not after the wait
+			// for a handle (createGrace, 5 s).
 			cctx, ccancel := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			go func() {
 				_, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: "up__block", Arguments: map[string]any{"who": version}})
 				done <- err
 			}()
-			time.Sleep(300 * time.Millisecond)
+			select {
+			case <-u.blocking:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the call did not reach the upstream within 10s")
+			}
 			ccancel()
 			select {
 			case who := <-u.cancelled:
 				if who != version {
 					t.Errorf("the upstream cancelled the call of %s", who)
 				}
-			case <-time.After(10 * time.Second):
-				t.Error("the client's cancellation did not reach the upstream within 10s")
+			case <-time.After(4 * time.Second):
+				t.Error("the client's cancellation did not reach the upstream within 4s")
 			}
 			select {
 			case <-done:
@@ -317,9 +305,9 @@ func callText(r *sdk.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
-// taskUpstream26 is a lathe server over streamable HTTP that speaks MCP
-// 2026-07-28 alone and makes a task of any call of the tasks extension
-// that asks its client something: "confirm" asks a question
+// taskUpstream26 is a lathe server over streamable HTTP, which speaks MCP
+// 2026-07-28 to lathe's client and makes a task of any call of the tasks
+// extension that asks its client something: "confirm" asks a question
 // (elicitation), "muse" asks the client's model (sampling). methods
 // records the methods it was sent.
 func taskUpstream26(t *testing.T) (url string, methods func() []string) {
@@ -355,7 +343,7 @@ func taskUpstream26(t *testing.T) (url string, methods func() []string) {
 		t.Fatal(err)
 	}
 	srv := server.New(ue, server.Options{Tasks: server.TaskOptions{Promote: 100 * time.Millisecond}})
-	h := only2026(srv.Handler(server.HTTPOptions{}))
+	h := srv.Handler(server.HTTPOptions{})
 	var mu sync.Mutex
 	var seen []string
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -380,5 +368,58 @@ func taskUpstream26(t *testing.T) (url string, methods func() []string) {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(seen)
+	}
+}
+
+// TestUpstream2026HTTPTwoClients: a client of 2025-11-25 and one of
+// 2026-07-28 call the same upstream of 2026-07-28 at once, and it asks
+// each about its caller's secret: each question reaches its own client,
+// and each answer decides its own call.
+func TestUpstream2026HTTPTwoClients(t *testing.T) {
+	u := newUpstream26(t)
+	e := lathe.New(lathe.Options{Timeout: 20 * time.Second})
+	t.Cleanup(func() { e.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := mcp.Open(ctx, e, []mcp.Config{{Name: "up", URL: u.url}}, mcp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	srv := server.New(e, server.Options{Upstream: pool})
+	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{}))
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Close()
+	})
+	seen := &shown{}
+	clients := map[string]string{"alice": "2025-11-25", "bob": "2026-07-28"}
+	names := []string{"alice", "bob"}
+	results := meetAt(t, func(cctx context.Context, i int) string {
+		name := names[i]
+		c := sdk.NewClient(&sdk.Implementation{Name: name}, &sdk.ClientOptions{
+			ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				seen.add(name, r.Params.Message)
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
+			}})
+		cs, err := c.Connect(cctx, &sdk.StreamableClientTransport{Endpoint: ts.URL + server.Path, MaxRetries: -1},
+			&sdk.ClientSessionOptions{ProtocolVersion: clients[name]})
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		defer cs.Close()
+		r, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: "up__ask", Arguments: map[string]any{"who": name}})
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return callText(r)
+	}, 2)
+	for i, name := range names {
+		if want := "secret of " + name + ": accept " + name; results[i] != want {
+			t.Errorf("%s's call: %q, want %q", name, results[i], want)
+		}
+		if got := seen.of(name); got != "Who asks about the secret of "+name+"?" {
+			t.Errorf("%s was shown %q", name, got)
+		}
 	}
 }
