@@ -147,8 +147,10 @@ type inflight struct {
 	session string
 	shared  bool
 	// task is the ID of the upstream task the call became (MCP
-	// 2025-11-25), which the server's requests for it name (related.go).
-	task string
+	// 2025-11-25), which the server's requests for it name (related.go);
+	// taskPending says the call may become one, its answer not yet read.
+	task        string
+	taskPending bool
 }
 
 // How long a call that ended still counts, for the attribution of what a

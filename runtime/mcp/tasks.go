@@ -198,6 +198,7 @@ func (s *server) callTask(ctx context.Context, sess *session, params *sdk.CallTo
 		res *sdk.CallToolResult
 		err error
 	}
+	s.noteTask(ctx, "", true)
 	sendCtx, done := createContext(ctx)
 	if !mayBecomeTask(sess.cs, params) {
 		// No handle can be lost: the call ends with the caller's, and a
@@ -283,6 +284,7 @@ func askTask(ctx context.Context, params *sdk.CallToolParams) {
 func (s *server) awaitTask(ctx context.Context, sess *session, res *sdk.CallToolResult) (*sdk.CallToolResult, error) {
 	raw, ok := res.Meta[mcpconv.TaskMetaKey]
 	if !ok {
+		s.noteTask(ctx, "", false)
 		return res, nil
 	}
 	var tk mcpconv.Task
@@ -290,7 +292,7 @@ func (s *server) awaitTask(ctx context.Context, sess *session, res *sdk.CallTool
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("the server answered with a task lathe cannot read: %v", raw)}
 	}
-	s.noteTask(ctx, tk.TaskID)
+	s.noteTask(ctx, tk.TaskID, false)
 	if tasks26(sess.cs) {
 		r, err := s.pollTask(ctx, sess, tk.TaskID)
 		if err != nil && ctx.Err() != nil {
@@ -307,10 +309,11 @@ func (s *server) awaitTask(ctx context.Context, sess *session, res *sdk.CallTool
 	return r, err
 }
 
-// noteTask notes that the call of ctx became the upstream task id, which
-// the server's requests for the call then name (related.go), and wakes the
-// requests that named it before.
-func (s *server) noteTask(ctx context.Context, id string) {
+// noteTask notes that the call of ctx became the upstream task id (none
+// when id is empty), which the server's requests for the call then name
+// (related.go), or, pending, that it may become one; and wakes the
+// requests that named a task before lathe knew whose it was.
+func (s *server) noteTask(ctx context.Context, id string, pending bool) {
 	cid, ok := ctx.Value(inflightKey{}).(uint64)
 	if !ok {
 		return
@@ -318,7 +321,7 @@ func (s *server) noteTask(ctx context.Context, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f := s.inflight[cid]; f != nil {
-		f.task = id
+		f.task, f.taskPending = id, pending
 		s.nextTurnLocked()
 	}
 }

@@ -209,23 +209,31 @@ func (s *server) attribute(ctx context.Context, has func(tool.Hooks) bool) (_ co
 			}
 		}
 		if task, _ := ctx.Value(relatedTask{}).(string); task != "" {
-			// The question names a task whose call lathe had not yet
-			// read the handle of.
+			// The question names a task: its call is one that may
+			// become a task and whose answer lathe has not read yet, and
+			// no other. When no such call is left (the task's call
+			// ended, and the server asks again, a copy of a question
+			// already answered, say), it names no call in flight: none
+			// of those calls is a candidate, however alone.
 			if id := s.byTaskLocked(task, func(id uint64) bool { return slices.Contains(alive, id) }); id != 0 {
 				return placed(ctx, id), nil
 			}
-		}
-		switch {
-		case len(alive) == 0:
-			return placed(ctx, 0), errNoCandidate
-		case len(clients) == 1 && len(alive) == 1:
-			return placed(ctx, alive[0]), nil
-		case len(clients) == 1 && s.askableLocked(alive, has):
-			return placed(ctx, alive[0]), nil
-		case len(s.held) >= len(alive) && s.oldestHeldLocked() == me && (running > 1 || expiry.IsZero()):
-			// (A suspect of another client that lingers still lets the
-			// question wait for the end of its linger.)
-			return placed(ctx, 0), errUnplaced
+			if !slices.ContainsFunc(alive, func(id uint64) bool { return s.inflight[id].taskPending }) {
+				return placed(ctx, 0), errNoCandidate
+			}
+		} else {
+			switch {
+			case len(alive) == 0:
+				return placed(ctx, 0), errNoCandidate
+			case len(clients) == 1 && len(alive) == 1:
+				return placed(ctx, alive[0]), nil
+			case len(clients) == 1 && s.askableLocked(alive, has):
+				return placed(ctx, alive[0]), nil
+			case len(s.held) >= len(alive) && s.oldestHeldLocked() == me && (running > 1 || expiry.IsZero()):
+				// (A suspect of another client that lingers still lets
+				// the question wait for the end of its linger.)
+				return placed(ctx, 0), errUnplaced
+			}
 		}
 		if s.turn == nil {
 			s.turn = make(chan struct{})

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lathe-tools/lathe/internal/mcpconv"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -78,17 +79,21 @@ func TestAttributeRules(t *testing.T) {
 		id  uint64
 		err error
 	}
-	attribute := func(s *server) chan placement {
+	attributeTask := func(s *server, task string) chan placement {
 		ch := make(chan placement, 1)
 		go func() {
 			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 			defer cancel()
+			if task != "" {
+				ctx = s.named(ctx, map[string]any{mcpconv.RelatedTaskKey: map[string]any{"taskId": task}})
+			}
 			ctx, err := s.attribute(ctx, elicits)
 			id, _ := ctx.Value(inflightKey{}).(uint64)
 			ch <- placement{id, err}
 		}()
 		return ch
 	}
+	attribute := func(s *server) chan placement { return attributeTask(s, "") }
 	get := func(ch chan placement, what string) placement {
 		t.Helper()
 		select {
@@ -163,4 +168,29 @@ func TestAttributeRules(t *testing.T) {
 	if p := get(q1, "the question after both calls ended"); p.id != 0 || p.err != errNoCandidate {
 		t.Errorf("after bob's call was abandoned and alice's answered: call %d (%v), want refused", p.id, p.err)
 	}
+
+	// A question naming alice's task, which ended, while bob's call is
+	// alone in flight: it names no call in flight, and is never bob's.
+	s = newServer()
+	a1 = s.track(&inflight{session: "alice", task: "task-a"})
+	if p := get(attributeTask(s, "task-a"), "a question naming alice's task"); p.id != a1 || p.err != nil {
+		t.Errorf("a question naming alice's task: call %d (%v), want %d", p.id, p.err, a1)
+	}
+	s.untrack(a1, true)
+	b1 = s.track(&inflight{session: "bob", hooks: ask})
+	if p := get(attributeTask(s, "task-a"), "a copy naming alice's ended task"); p.id != 0 || p.err != errNoCandidate {
+		t.Errorf("a question naming alice's ended task, bob's call alone in flight: call %d (%v), want refused", p.id, p.err)
+	}
+
+	// A question naming a task before lathe has read whose it is: it
+	// waits for the call that may become a task, and is placed when that
+	// call's answer names the task.
+	b2 := s.track(&inflight{session: "bob", taskPending: true})
+	q1 = attributeTask(s, "task-b")
+	waits(q1, "a question naming a task lathe has not read the handle of")
+	s.noteTask(context.WithValue(bg, inflightKey{}, b2), "task-b", false)
+	if p := get(q1, "a question naming bob's task"); p.id != b2 || p.err != nil {
+		t.Errorf("a question naming bob's task, once read: call %d (%v), want %d", p.id, p.err, b2)
+	}
+	_ = b1
 }
