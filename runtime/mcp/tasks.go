@@ -56,11 +56,11 @@ const extTasks = "io.modelcontextprotocol/tasks"
 // tasksFrom is the first protocol version whose tasks are the extension.
 const tasksFrom = "2026-07-28"
 
-// upstreamHTTPVersion is the MCP version lathe asks an upstream
-// server over streamable HTTP for: the newest, as the SDK's own client
-// does. The SDK asks first with server/discover; a server that does not
-// know it, or that serves 2026-07-28 only without sessions, as go-sdk's
-// stateful handler does, refuses it, and the SDK falls back to initialize
+// upstreamHTTPVersion is the MCP version lathe asks an upstream server
+// over streamable HTTP for: the newest, as the SDK's own client does. The
+// SDK asks first with server/discover. A server that does not know it
+// refuses it, as does go-sdk's handler with sessions (it serves
+// 2026-07-28 only without them), and the SDK falls back to initialize
 // with 2025-11-25, where such a server sends its requests during the call.
 // A server that does serve 2026-07-28 over HTTP does so without sessions
 // (go-sdk's stateless handler): it has no way to send lathe a request
