@@ -1,0 +1,705 @@
+package audit_test
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lathe-tools/lathe/audit"
+)
+
+// The journal's attacks and crashes: a process killed with records only in
+// its journal, or in the middle of its batches; journals planted by
+// someone else (a symbolic link, a FIFO, another user's file, garbage); a
+// journal cut short; SQLite locked by another process past the busy
+// timeout; a store closed with records queued.
+
+// killEnv makes this test binary a process that writes records and
+// reports each (see killed), until it is killed.
+const killEnv = "AUDIT_KILL_DB"
+
+// killed is the process of startKilled. With AUDIT_KILL_HOLD set its writer
+// is held back, so that its records exist in its journal alone: it writes
+// 20 records started and finished (two operations each) and 10 started
+// only, says "ready", and waits to be killed. Without it, it writes
+// records as fast as it can, finishing two of every three, with the writer
+// running, and says "s ID" once Start has returned and "f ID" once Finish
+// has: everything it reported must survive SIGKILL.
+func killed(path string) {
+	s, err := audit.Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	out := bufio.NewWriter(os.Stdout)
+	ctx := context.Background()
+	if os.Getenv("AUDIT_KILL_HOLD") != "" {
+		audit.HoldWriter(s, true)
+		for i := range 30 {
+			r := killRecord(i)
+			id, err := s.Start(ctx, r)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+			if i < 20 {
+				r.Outcome, r.Decision, r.Duration = "ok", "allow", time.Millisecond
+				r.Operations = killOps(i)
+				if err := s.Finish(ctx, id, r); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(2)
+				}
+			}
+		}
+		fmt.Fprintln(out, "ready")
+		out.Flush()
+		select {}
+	}
+	for i := 0; ; i++ {
+		r := killRecord(i)
+		id, err := s.Start(ctx, r)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Fprintf(out, "s %d %d\n", id, i)
+		out.Flush()
+		if i%3 != 2 {
+			r.Outcome, r.Decision, r.Duration = "ok", "allow", time.Millisecond
+			r.Operations = killOps(i)
+			if err := s.Finish(ctx, id, r); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+			fmt.Fprintf(out, "f %d %d\n", id, i)
+			out.Flush()
+		}
+	}
+}
+
+func killRecord(i int) *audit.Record {
+	return &audit.Record{CallID: "k" + strconv.Itoa(i), Time: time.Now(), Tool: "look", Arguments: `{"path":"x"}`,
+		ArgsBytes: 12, PID: os.Getpid(), Session: "sess"}
+}
+
+func killOps(i int) []audit.Operation {
+	return []audit.Operation{
+		{Kind: "read", Subject: "a" + strconv.Itoa(i), Approval: "allow", Bytes: 3, Time: time.Now()},
+		{Kind: "write", Subject: "b" + strconv.Itoa(i), Approval: "deny", Reason: "no", Time: time.Now()},
+	}
+}
+
+func startKilled(t *testing.T, ctx context.Context, path string, hold bool) (*exec.Cmd, *bufio.Reader, *syncBuf) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), killEnv+"="+path)
+	if hold {
+		cmd.Env = append(cmd.Env, "AUDIT_KILL_HOLD=1")
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errb := &syncBuf{}
+	cmd.Stderr = errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, bufio.NewReader(stdout), errb
+}
+
+// rawCount counts the rows of the calls table, read with a connection of
+// its own (no store: no journal replayed).
+func rawCount(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM calls`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// journals lists the journals beside the database at path.
+func journals(t *testing.T, path string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(filepath.Dir(path), audit.JournalPrefix(path)+"*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestKilledWithRecordsInJournalOnly: a process whose writer has put
+// nothing in SQLite is killed; its journal alone holds its records. While
+// it lives, another store leaves its journal alone; once it is dead, the
+// next read replays every record, finished ones done with their operations,
+// the others incomplete, and removes the journal.
+func TestKilledWithRecordsInJournalOnly(t *testing.T) {
+	s, path := open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd, out, errb := startKilled(t, ctx, path, true)
+	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("the writing process did not get ready (killed at the test's deadline if it hung): %q %v: %s", line, err, errb)
+	}
+	if n := rawCount(t, path); n != 0 {
+		t.Fatalf("the held writer put %d rows in SQLite; the test needs the journal to be all there is", n)
+	}
+	// A live process's journal is not replayed.
+	recs, err := s.List(ctx, audit.Filter{Limit: -1})
+	if err != nil || len(recs) != 0 || len(journals(t, path)) != 1 {
+		t.Fatalf("a live process's journal was replayed: %d records, %v, journals %v", len(recs), err, journals(t, path))
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	recs, err = s.List(ctx, audit.Filter{Limit: -1, Operations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 30 {
+		t.Fatalf("%d records after the kill, want 30: %+v", len(recs), recs)
+	}
+	for _, r := range recs {
+		i, _ := strconv.Atoi(strings.TrimPrefix(r.CallID, "k"))
+		if i < 20 {
+			if r.Status != audit.StatusDone || r.Outcome != "ok" || r.Decision != "allow" || len(r.Operations) != 2 ||
+				r.Operations[1].Subject != "b"+strconv.Itoa(i) || r.Operations[1].Reason != "no" || r.Session != "sess" {
+				t.Errorf("finished record %d: %+v", i, r)
+			}
+		} else if !r.Incomplete || len(r.Operations) != 0 || r.Tool != "look" {
+			t.Errorf("started record %d: %+v", i, r)
+		}
+	}
+	if j := journals(t, path); len(j) != 0 {
+		t.Errorf("journals left after the replay: %v", j)
+	}
+	if files, records, torn := audit.Recovered(s); files != 1 || records != 30 || torn != 0 {
+		t.Errorf("recovered %d files, %d records, %d torn lines; want 1, 30, 0", files, records, torn)
+	}
+}
+
+// TestKilledMidBatch kills a process while it writes, its writer running,
+// at some point in its batches: every record it said it had started is
+// there, and every one it said it had finished is done, with its
+// operations; ids are never given twice.
+func TestKilledMidBatch(t *testing.T) {
+	for round := range 3 {
+		t.Run(strconv.Itoa(round), func(t *testing.T) {
+			_, path := open(t)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd, out, errb := startKilled(t, ctx, path, false)
+			started, finished := map[int64]int{}, map[int64]bool{}
+			// Kill it at a different point each round, mid-batch.
+			want := 300 + 450*round
+			var lines []string
+			for len(lines) < want {
+				line, err := out.ReadString('\n')
+				if err != nil {
+					t.Fatalf("the writing process stopped: %v: %s", err, errb)
+				}
+				lines = append(lines, line)
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			rest, _ := io.ReadAll(out)
+			cmd.Wait()
+			all := strings.Split(strings.Join(lines, "")+string(rest), "\n")
+			for _, l := range all[:len(all)-1] {
+				var kind string
+				var id int64
+				var i int
+				if _, err := fmt.Sscanf(l, "%s %d %d", &kind, &id, &i); err != nil {
+					// The kill cut this line: its write had not returned.
+					continue
+				}
+				if kind == "s" {
+					if j, ok := started[id]; ok && j != i {
+						t.Fatalf("id %d given to records %d and %d", id, j, i)
+					}
+					started[id] = i
+				} else {
+					finished[id] = true
+				}
+			}
+			s, err := audit.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			recs, err := s.List(ctx, audit.Filter{Limit: -1, Operations: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			byID := map[int64]audit.Record{}
+			for _, r := range recs {
+				byID[r.ID] = r
+			}
+			lost := 0
+			for id, i := range started {
+				r, ok := byID[id]
+				switch {
+				case !ok:
+					lost++
+				case r.CallID != "k"+strconv.Itoa(i):
+					t.Errorf("record %d is %q, want k%d", id, r.CallID, i)
+				case finished[id] && (r.Status != audit.StatusDone || len(r.Operations) != 2):
+					t.Errorf("record %d was finished before the kill: %+v", id, r)
+				}
+			}
+			if lost > 0 {
+				t.Fatalf("%d of %d records reported written are lost", lost, len(started))
+			}
+		})
+	}
+}
+
+// writeJournal writes a journal beside the database at path, as a dead
+// store would have, and returns its path.
+func writeJournal(t *testing.T, path, suffix, body string, mode os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(filepath.Dir(path), audit.JournalPrefix(path)+suffix)
+	header := `{"t":"lathe-audit-journal","v":1,"db":"` + filepath.Base(path) + `"}` + "\n"
+	if err := os.WriteFile(p, []byte(header+body), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// deadBody is two records of a dead store, one finished.
+const deadBody = `{"t":"start","id":900,"c":"dead1","ts":1,"tool":"look","a":"{}","pid":7}
+{"t":"start","id":901,"c":"dead2","ts":2,"tool":"look","a":"{}","pid":7}
+{"t":"finish","id":900,"d":"allow","o":"ok","ops":[{"k":"read","s":"f.txt","a":"allow"}]}
+`
+
+// newDB makes a database at a path of its own, with no store open on it.
+func newDB(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), ".lathe", "lathe.db")
+	s, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	return path
+}
+
+func callIDs(t *testing.T, s *audit.Store) map[string]audit.Record {
+	t.Helper()
+	recs, err := s.List(context.Background(), audit.Filter{Limit: -1, Operations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]audit.Record{}
+	for _, r := range recs {
+		m[r.CallID] = r
+	}
+	return m
+}
+
+// TestDeadJournalReplayedOnce: a dead store's journal is replayed at Open
+// (finished records done, with their operations) and removed; a replay of
+// records already in SQLite (a store that died after its batch committed,
+// before it removed its journal) changes nothing.
+func TestDeadJournalReplayedOnce(t *testing.T) {
+	path := newDB(t)
+	writeJournal(t, path, "dead", deadBody, 0o600)
+	s, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := callIDs(t, s)
+	if r := got["dead1"]; r.ID != 900 || r.Status != audit.StatusDone || len(r.Operations) != 1 || r.Operations[0].Subject != "f.txt" {
+		t.Errorf("dead1: %+v", r)
+	}
+	if r := got["dead2"]; r.ID != 901 || !r.Incomplete {
+		t.Errorf("dead2: %+v", r)
+	}
+	s.Close()
+	// The same journal again: already in SQLite.
+	writeJournal(t, path, "again", deadBody, 0o600)
+	s, err = audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got = callIDs(t, s)
+	if len(got) != 2 || len(got["dead1"].Operations) != 1 {
+		t.Errorf("a second replay changed the log: %+v", got)
+	}
+	if j := journals(t, path); len(j) != 0 {
+		t.Errorf("journals left: %v", j)
+	}
+	// New records take ids past the replayed ones.
+	r := &audit.Record{Tool: "new", Time: time.Now()}
+	id, err := s.Start(context.Background(), r)
+	if err != nil || id <= 901 {
+		t.Errorf("a new record's id %d (%v) is not past the replayed ones", id, err)
+	}
+	s.Finish(context.Background(), id, r)
+}
+
+// TestPlantedJournalsLeftAlone: files under a journal's name that are not
+// this user's own journals are neither read nor removed, nor followed: a
+// symbolic link to a journal-looking file elsewhere, a FIFO (which must not
+// hang Open), a journal others can read, another user's file.
+func TestPlantedJournalsLeftAlone(t *testing.T) {
+	path := newDB(t)
+	dir := filepath.Dir(path)
+	prefix := audit.JournalPrefix(path)
+	// The target of the link looks like a journal of this database.
+	elsewhere := filepath.Join(t.TempDir(), "target")
+	header := `{"t":"lathe-audit-journal","v":1,"db":"lathe.db"}` + "\n"
+	linked := `{"t":"start","id":700,"c":"via-link","ts":1,"tool":"look"}` + "\n"
+	if err := os.WriteFile(elsewhere, []byte(header+linked), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(dir, prefix+"link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, prefix+"fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loose := writeJournal(t, path, "loose", `{"t":"start","id":701,"c":"loose","ts":1,"tool":"look"}`+"\n", 0o644)
+	var foreign string
+	if os.Geteuid() == 0 {
+		foreign = writeJournal(t, path, "foreign", `{"t":"start","id":702,"c":"foreign","ts":1,"tool":"look"}`+"\n", 0o600)
+		if err := os.Chown(foreign, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opened := make(chan error, 1)
+	var s *audit.Store
+	go func() {
+		var err error
+		s, err = audit.Open(path)
+		opened <- err
+	}()
+	select {
+	case err := <-opened:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Open hung on a planted FIFO")
+	}
+	defer s.Close()
+	if got := callIDs(t, s); len(got) != 0 {
+		t.Errorf("records read from planted files: %+v", got)
+	}
+	if b, err := os.ReadFile(elsewhere); err != nil || string(b) != header+linked {
+		t.Errorf("the link's target was changed: %q %v", b, err)
+	}
+	for _, p := range []string{filepath.Join(dir, prefix+"link"), filepath.Join(dir, prefix+"fifo"), loose, foreign} {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("a planted file was removed: %v", err)
+		}
+	}
+	if foreign == "" {
+		t.Log("not root: another user's journal is not tried")
+	}
+}
+
+// TestGarbageJournalRefused: a journal with a line that is not lathe's
+// fails Open with its file and line, and is kept; once the line is gone,
+// it is replayed.
+func TestGarbageJournalRefused(t *testing.T) {
+	path := newDB(t)
+	p := writeJournal(t, path, "garbage", `{"t":"start","id":900,"c":"ok1","ts":1,"tool":"look"}`+"\nrm -rf /\n", 0o600)
+	_, err := audit.Open(path)
+	if err == nil || !errors.Is(err, audit.ErrJournal) || !strings.Contains(err.Error(), p+":3") {
+		t.Fatalf("Open with a garbage journal: %v; want an error naming %s:3", err, p)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the garbage journal was not kept: %v", err)
+	}
+	for _, bad := range []string{
+		`{"t":"start","id":900,"c":"x","unknown":1}`,
+		`{"t":"drop","id":900}`,
+		`{"t":"start","c":"no id"}`,
+	} {
+		writeJournal(t, path, "garbage", bad+"\n", 0o600)
+		if _, err := audit.Open(path); !errors.Is(err, audit.ErrJournal) {
+			t.Errorf("a journal line %s: Open: %v", bad, err)
+		}
+	}
+	// Not a journal's header.
+	if err := os.WriteFile(p, []byte(`{"t":"start","id":900,"c":"x"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := audit.Open(path); !errors.Is(err, audit.ErrJournal) || !strings.Contains(err.Error(), p+":1") {
+		t.Errorf("a journal without its header: Open: %v", err)
+	}
+	writeJournal(t, path, "garbage", `{"t":"start","id":900,"c":"ok1","ts":1,"tool":"look"}`+"\n", 0o600)
+	s, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := callIDs(t, s); got["ok1"].ID != 900 {
+		t.Errorf("the mended journal was not replayed: %+v", got)
+	}
+}
+
+// TestTornLastLine: a crash in the middle of a line's write leaves the
+// line cut short at the end of the journal; it is skipped and counted, the
+// lines before it replayed.
+func TestTornLastLine(t *testing.T) {
+	path := newDB(t)
+	writeJournal(t, path, "torn", `{"t":"start","id":900,"c":"whole","ts":1,"tool":"look"}`+"\n"+`{"t":"finish","id":900,"d":"al`, 0o600)
+	s, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := callIDs(t, s)
+	if r := got["whole"]; r.ID != 900 || !r.Incomplete {
+		t.Errorf("the whole line's record: %+v", got)
+	}
+	if files, records, torn := audit.Recovered(s); files != 1 || records != 1 || torn != 1 {
+		t.Errorf("recovered %d files, %d records, %d torn lines; want 1, 1, 1", files, records, torn)
+	}
+	if j := journals(t, path); len(j) != 0 {
+		t.Errorf("journals left: %v", j)
+	}
+}
+
+// TestCloseWritesQueued: Close with records queued (the writer held back)
+// writes them all, and removes the journal.
+func TestCloseWritesQueued(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".lathe", "lathe.db")
+	s, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit.HoldWriter(s, true)
+	ctx := context.Background()
+	for i := range 50 {
+		r := killRecord(i)
+		id, err := s.Start(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Outcome = "ok"
+		if err := s.Finish(ctx, id, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One more started and not finished, which Close waits a little for.
+	if _, err := s.Start(ctx, killRecord(50)); err != nil {
+		t.Fatal(err)
+	}
+	if n := rawCount(t, path); n != 0 {
+		t.Fatalf("%d rows in SQLite with the writer held", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := rawCount(t, path); n != 51 {
+		t.Fatalf("%d rows after Close, want 51", n)
+	}
+	if j := journals(t, path); len(j) != 0 {
+		t.Errorf("journals left after Close: %v", j)
+	}
+}
+
+// lockDB takes the database's write lock with a connection of its own, as
+// another process writing would, and returns the function that lets go.
+func lockDB(t *testing.T, path string) (release func()) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec("BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			db.Exec("ROLLBACK")
+			db.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// TestBusyPastTimeoutKeepsRecords: another connection holds the write lock
+// for longer than the busy timeout. Calls go on (their records are in the
+// journal), a read says what failed rather than waiting, and once the lock
+// is free every record is written.
+func TestBusyPastTimeoutKeepsRecords(t *testing.T) {
+	defer audit.SetBusyTimeout(100 * time.Millisecond)()
+	s, path := open(t)
+	ctx := context.Background()
+	// The first record reserves this store's ids.
+	r0 := killRecord(0)
+	id0, err := s.Start(ctx, r0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.List(ctx, audit.Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	release := lockDB(t, path)
+	for i := 1; i < 100; i++ {
+		r := killRecord(i)
+		id, err := s.Start(ctx, r)
+		if err != nil {
+			t.Fatalf("a record started while SQLite was locked: %v", err)
+		}
+		r.Outcome = "ok"
+		if err := s.Finish(ctx, id, r); err != nil {
+			t.Fatalf("a record finished while SQLite was locked: %v", err)
+		}
+	}
+	r0.Outcome = "ok"
+	if err := s.Finish(ctx, id0, r0); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the writer tries, and fails, at least once
+	if _, err := s.List(ctx, audit.Filter{}); err == nil {
+		t.Error("a read while SQLite was locked past the timeout did not fail")
+	}
+	release()
+	got := callIDs(t, s)
+	if len(got) != 100 {
+		t.Fatalf("%d records once the lock was free, want 100", len(got))
+	}
+	for k, r := range got {
+		if r.Status != audit.StatusDone {
+			t.Errorf("%s: %+v", k, r)
+		}
+	}
+}
+
+// TestCloseWhileBusyKeepsJournal: a store closed while SQLite is locked
+// past the timeout says so and leaves its journal, which the next store
+// replays.
+func TestCloseWhileBusyKeepsJournal(t *testing.T) {
+	defer audit.SetBusyTimeout(100 * time.Millisecond)()
+	path := filepath.Join(t.TempDir(), ".lathe", "lathe.db")
+	s, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	write := func(i int) {
+		r := killRecord(i)
+		id, err := s.Start(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Finish(ctx, id, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0)
+	if _, err := s.List(ctx, audit.Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	release := lockDB(t, path)
+	for i := 1; i < 10; i++ {
+		write(i)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Close() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Close with SQLite locked reported no error")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close hung while SQLite was locked")
+	}
+	if j := journals(t, path); len(j) != 1 {
+		t.Fatalf("journals after a failed Close: %v", j)
+	}
+	release()
+	s2, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if got := callIDs(t, s2); len(got) != 10 {
+		t.Fatalf("%d records after the replay, want 10", len(got))
+	}
+}
+
+// TestOldWriterBeside: a writer that inserts rows one by one with
+// AUTOINCREMENT (an older lathe) beside a store: no id is taken twice and
+// every row is there, each id the store handed out naming its own record.
+func TestOldWriterBeside(t *testing.T) {
+	s, path := open(t)
+	old, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	oldErr := make(chan error, 1)
+	wg.Go(func() {
+		for i := range 300 {
+			if _, err := old.Exec(`INSERT INTO calls (call_id, time_ns, tool, status) VALUES (?, 1, 'old', 'done')`,
+				"old"+strconv.Itoa(i)); err != nil {
+				oldErr <- err
+				return
+			}
+		}
+	})
+	ids := map[int64]string{}
+	for i := range 300 {
+		r := killRecord(i)
+		id, err := s.Start(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[id] = r.CallID
+		if err := s.Finish(ctx, id, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	select {
+	case err := <-oldErr:
+		t.Fatal(err)
+	default:
+	}
+	recs, err := s.List(ctx, audit.Filter{Limit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 600 {
+		t.Fatalf("%d records, want 600", len(recs))
+	}
+	for _, r := range recs {
+		if want, ok := ids[r.ID]; ok && r.CallID != want {
+			t.Errorf("record %d is %q, the store gave it to %q", r.ID, r.CallID, want)
+		}
+	}
+}
