@@ -361,7 +361,8 @@ func TestDeadJournalReplayedOnce(t *testing.T) {
 // TestPlantedJournalsLeftAlone: files under a journal's name that are not
 // this user's own journals are neither read nor removed, nor followed: a
 // symbolic link to a journal-looking file elsewhere, a FIFO (which must not
-// hang Open), a journal others can read, another user's file.
+// hang Open), a hard link to another of the user's files, a journal others
+// can read, another user's file.
 func TestPlantedJournalsLeftAlone(t *testing.T) {
 	path := newDB(t)
 	dir := filepath.Dir(path)
@@ -377,6 +378,17 @@ func TestPlantedJournalsLeftAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := syscall.Mkfifo(filepath.Join(dir, prefix+"fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A hard link to another file of the user's, which looks like a
+	// journal with its last line cut short (it has no newline): replaying
+	// it would remove it.
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("key material"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hard := filepath.Join(dir, prefix+"hard")
+	if err := os.Link(secret, hard); err != nil {
 		t.Fatal(err)
 	}
 	loose := writeJournal(t, path, "loose", `{"t":"start","id":701,"c":"loose","ts":1,"tool":"look"}`+"\n", 0o644)
@@ -409,7 +421,7 @@ func TestPlantedJournalsLeftAlone(t *testing.T) {
 	if b, err := os.ReadFile(elsewhere); err != nil || string(b) != header+linked {
 		t.Errorf("the link's target was changed: %q %v", b, err)
 	}
-	for _, p := range []string{filepath.Join(dir, prefix+"link"), filepath.Join(dir, prefix+"fifo"), loose, foreign} {
+	for _, p := range []string{filepath.Join(dir, prefix+"link"), filepath.Join(dir, prefix+"fifo"), hard, loose, foreign} {
 		if p == "" {
 			continue
 		}

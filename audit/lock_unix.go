@@ -32,13 +32,15 @@ func tryLock(f *os.File) error {
 const openFlags = unix.O_NOFOLLOW | unix.O_NONBLOCK
 
 // owned reports whether fi is a file this process's user made for itself:
-// a regular file it owns, which nobody else can read or write.
+// a regular file it owns, which nobody else can read or write, with no
+// other name (a hard link planted under a journal's name to another of
+// the user's files is not one).
 func owned(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return false
 	}
-	return fi.Mode().IsRegular() && int(st.Uid) == os.Geteuid() && fi.Mode().Perm()&0o077 == 0
+	return fi.Mode().IsRegular() && int(st.Uid) == os.Geteuid() && fi.Mode().Perm()&0o077 == 0 && st.Nlink == 1
 }
 
 // lockOwn takes the lock of a journal this store has just created.
