@@ -49,6 +49,12 @@ func TestMain(m *testing.M) {
 	case "asker": // turns_test.go
 		serveAsker()
 		return
+	case "direct": // direct_test.go
+		serveDirect()
+		return
+	case "forger": // direct_test.go
+		forgingServer()
+		return
 	default:
 		fmt.Fprintln(os.Stderr, "unknown test server", os.Getenv(serverEnv))
 		os.Exit(2)

@@ -115,6 +115,9 @@ type session struct {
 	// conns holds the session's HTTP connections, nil over stdio; they
 	// are closed with it.
 	conns *http.Transport
+	// direct sends plain calls past the SDK's client, over stdio
+	// (direct.go); nil over HTTP.
+	direct *directConn
 }
 
 // inflight is a call under way, found by the handlers of requests and
@@ -339,7 +342,11 @@ func (s *server) start() (*session, []upTool, error) {
 			MaxRetries:   2,
 		}
 	}
-	cs, err := s.client.Connect(ctx, s.withTraffic(ctx, t), &sdk.ClientSessionOptions{ProtocolVersion: UpstreamProtocolVersion})
+	t = s.withTraffic(ctx, t)
+	if sess.conns == nil {
+		t = &directTransport{inner: t, made: func(c *directConn) { sess.direct = c }}
+	}
+	cs, err := s.client.Connect(ctx, t, &sdk.ClientSessionOptions{ProtocolVersion: UpstreamProtocolVersion})
 	if err != nil {
 		sess.shut()
 		return nil, nil, s.startError("starting", ctx, err)
@@ -682,6 +689,10 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 			askTask(callCtx, params)
 		}
 		res, err = s.callTask(callCtx, sess, params)
+	} else if sess.direct != nil {
+		// A plain call over stdio, to a server of MCP before 2026-07-28:
+		// the SDK's client would add nothing to it (direct.go).
+		res, err = sess.direct.call(callCtx, params)
 	} else {
 		res, err = sess.cs.CallTool(callCtx, params)
 	}

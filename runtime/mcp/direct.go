@@ -1,0 +1,183 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The direct path: a plain tools/call to a server over stdio, written by
+// lathe and its answer taken off the connection before the SDK's session
+// sees it. It exists for speed on the gateway's path. The SDK's client
+// runs each call through its middleware, encodes the request, waits for
+// the answer through its own connection's bookkeeping and decodes the
+// answer again with a fresh decoder; the direct path writes the request
+// once and hands the answer, decoded once by [stdioConn], to the call.
+//
+// Everything else of the session stays the SDK's: the server's requests
+// (elicitation, sampling, roots) and notifications (progress, log
+// messages) are read by the SDK's session as before, and reach lathe's
+// handlers, which find the call they belong to as they did (server.caller).
+// The direct path is taken only where the SDK would add nothing to the
+// call: a session of MCP before 2026-07-28 (whose calls carry no
+// per-request capabilities, log level or task extension) and a tool its
+// server does not offer to run as a task (tasks.go).
+
+// directBase is the first id of the direct path's requests. The SDK
+// numbers its requests from 1, so the two never meet; ids stay below 2^53,
+// which every JSON implementation reads exactly.
+const directBase int64 = 1 << 40
+
+// cancelNotifyTimeout bounds the writing of a notifications/cancelled to a
+// server that does not read its input.
+const cancelNotifyTimeout = 5 * time.Second
+
+// directTransport wraps a stdio session's transport: its connection lets
+// lathe send calls of its own (see above).
+type directTransport struct {
+	inner sdk.Transport
+	made  func(*directConn) // told the connection, once it is made
+}
+
+func (t *directTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d := &directConn{Connection: c, waiting: map[int64]chan *jsonrpc.Response{}, done: make(chan struct{})}
+	t.made(d)
+	return d, nil
+}
+
+// directConn is a connection through which lathe sends calls of its own
+// beside the SDK's, and takes their answers out of what the SDK reads.
+type directConn struct {
+	sdk.Connection
+
+	mu      sync.Mutex
+	next    int64
+	waiting map[int64]chan *jsonrpc.Response // calls awaiting their answer, by id
+	err     error                            // why reading ended; set once, with done closed
+	done    chan struct{}
+}
+
+// Read passes on what the server sends, but for the answers to the direct
+// path's calls, which go to their callers. An answer whose call has gone
+// (cancelled, or an id the server made up) is dropped, as the SDK drops an
+// answer to no call of its own.
+func (c *directConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		m, err := c.Connection.Read(ctx)
+		if err != nil {
+			c.fail(err)
+			return nil, err
+		}
+		r, ok := m.(*jsonrpc.Response)
+		if !ok {
+			return m, nil
+		}
+		id, ok := r.ID.Raw().(int64)
+		if !ok || id < directBase {
+			return m, nil
+		}
+		c.mu.Lock()
+		ch := c.waiting[id]
+		delete(c.waiting, id)
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- r // buffered: the caller may have stopped waiting
+		}
+	}
+}
+
+// fail ends the direct path's calls: the server's output is over.
+func (c *directConn) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	c.err = err
+	close(c.done)
+}
+
+func (c *directConn) Close() error {
+	c.fail(errors.New("the session is closed"))
+	return c.Connection.Close()
+}
+
+// call sends a tools/call and returns the server's answer: a result, or a
+// JSON-RPC error as a *jsonrpc.Error. When ctx ends first, the server is
+// told the call is cancelled, as the SDK tells it, and ctx's error is
+// returned; a connection that ends first gives an error saying so.
+func (c *directConn) call(ctx context.Context, params *sdk.CallToolParams) (*sdk.CallToolResult, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan *jsonrpc.Response, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: %v", sdk.ErrConnectionClosed, c.err)
+	}
+	c.next++
+	id := directBase + c.next
+	c.waiting[id] = ch
+	c.mu.Unlock()
+	forget := func() {
+		c.mu.Lock()
+		delete(c.waiting, id)
+		c.mu.Unlock()
+	}
+	rid, err := jsonrpc.MakeID(float64(id)) // a number id is made from a float64
+	if err != nil {
+		forget()
+		return nil, err
+	}
+	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: rid, Method: "tools/call", Params: raw}); err != nil {
+		forget()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: writing the call: %v", sdk.ErrConnectionClosed, err)
+	}
+	select {
+	case r := <-ch:
+		if r.Error != nil {
+			return nil, r.Error
+		}
+		var res sdk.CallToolResult
+		if err := json.Unmarshal(r.Result, &res); err != nil {
+			return nil, fmt.Errorf("the server's answer to tools/call is not a result: %w", err)
+		}
+		return &res, nil
+	case <-ctx.Done():
+		forget()
+		// Off the caller's path: a server that does not read its input
+		// must not hold the call past its own end.
+		go c.cancelled(id, ctx.Err())
+		return nil, ctx.Err()
+	case <-c.done:
+		forget()
+		return nil, fmt.Errorf("%w: %v", sdk.ErrConnectionClosed, c.err)
+	}
+}
+
+// cancelled tells the server that the call id is cancelled.
+func (c *directConn) cancelled(id int64, why error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cancelNotifyTimeout)
+	defer cancel()
+	p, err := json.Marshal(&sdk.CancelledParams{RequestID: id, Reason: why.Error()})
+	if err != nil {
+		return
+	}
+	_ = c.Connection.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: p})
+}
