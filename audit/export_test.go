@@ -28,3 +28,19 @@ func SetBusyTimeout(d time.Duration) (restore func()) {
 	busyTimeout = d
 	return func() { busyTimeout = old }
 }
+
+// SetRotateBytes sets the size past which stores start a new journal, and
+// returns the function that puts it back.
+func SetRotateBytes(n int64) (restore func()) {
+	old := rotateBytes
+	rotateBytes = n
+	return func() { rotateBytes = old }
+}
+
+// SetQueue sets the queue's bound and how long a Start waits for room, and
+// returns the function that puts them back.
+func SetQueue(n int, wait time.Duration) (restore func()) {
+	oldN, oldWait := queueLen, queueWait
+	queueLen, queueWait = n, wait
+	return func() { queueLen, queueWait = oldN, oldWait }
+}

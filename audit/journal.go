@@ -36,13 +36,13 @@ import (
 // file of this user's, readable by no one else, is left alone whatever
 // its name.
 
-const (
-	// journalMagic is the first line's "t" of every journal.
-	journalMagic = "lathe-audit-journal"
-	// rotateBytes is the size past which a store starts a new journal; the
-	// old one is removed once every line of it is in SQLite.
-	rotateBytes = 4 << 20
-)
+// journalMagic is the first line's "t" of every journal.
+const journalMagic = "lathe-audit-journal"
+
+// rotateBytes is the size past which a store starts a new journal; the old
+// one is removed once every line of it is in SQLite. (A variable, for
+// tests.)
+var rotateBytes int64 = 4 << 20
 
 // journalPrefix is the start of the name of every journal of the database
 // at path: never SQLite's own <db>-journal, <db>-wal or <db>-shm.

@@ -38,6 +38,9 @@ const killEnv = "AUDIT_KILL_DB"
 // running, and says "s ID" once Start has returned and "f ID" once Finish
 // has: everything it reported must survive SIGKILL.
 func killed(path string) {
+	if os.Getenv("AUDIT_KILL_ROTATE") != "" {
+		audit.SetRotateBytes(1024)
+	}
 	s, err := audit.Open(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -101,13 +104,14 @@ func killOps(i int) []audit.Operation {
 	}
 }
 
-func startKilled(t *testing.T, ctx context.Context, path string, hold bool) (*exec.Cmd, *bufio.Reader, *syncBuf) {
+func startKilled(t *testing.T, ctx context.Context, path string, hold bool, env ...string) (*exec.Cmd, *bufio.Reader, *syncBuf) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), killEnv+"="+path)
 	if hold {
 		cmd.Env = append(cmd.Env, "AUDIT_KILL_HOLD=1")
 	}
+	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -152,19 +156,34 @@ func journals(t *testing.T, path string) []string {
 // next read replays every record, finished ones done with their operations,
 // the others incomplete, and removes the journal.
 func TestKilledWithRecordsInJournalOnly(t *testing.T) {
+	t.Run("one journal", func(t *testing.T) { killedWithRecordsInJournalOnly(t, false) })
+	// Its journal started anew every 1 KiB: the records are in several
+	// files, none of them removed, as none was written to SQLite.
+	t.Run("rotated", func(t *testing.T) { killedWithRecordsInJournalOnly(t, true) })
+}
+
+func killedWithRecordsInJournalOnly(t *testing.T, rotate bool) {
 	s, path := open(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd, out, errb := startKilled(t, ctx, path, true)
+	var env []string
+	if rotate {
+		env = append(env, "AUDIT_KILL_ROTATE=1")
+	}
+	cmd, out, errb := startKilled(t, ctx, path, true, env...)
 	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("the writing process did not get ready (killed at the test's deadline if it hung): %q %v: %s", line, err, errb)
 	}
 	if n := rawCount(t, path); n != 0 {
 		t.Fatalf("the held writer put %d rows in SQLite; the test needs the journal to be all there is", n)
 	}
+	files := len(journals(t, path))
+	if rotate && files < 3 || !rotate && files != 1 {
+		t.Fatalf("%d journals", files)
+	}
 	// A live process's journal is not replayed.
 	recs, err := s.List(ctx, audit.Filter{Limit: -1})
-	if err != nil || len(recs) != 0 || len(journals(t, path)) != 1 {
+	if err != nil || len(recs) != 0 || len(journals(t, path)) != files {
 		t.Fatalf("a live process's journal was replayed: %d records, %v, journals %v", len(recs), err, journals(t, path))
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
@@ -190,8 +209,123 @@ func TestKilledWithRecordsInJournalOnly(t *testing.T) {
 	if j := journals(t, path); len(j) != 0 {
 		t.Errorf("journals left after the replay: %v", j)
 	}
-	if files, records, torn := audit.Recovered(s); files != 1 || records != 30 || torn != 0 {
-		t.Errorf("recovered %d files, %d records, %d torn lines; want 1, 30, 0", files, records, torn)
+	if got, records, torn := audit.Recovered(s); got != int64(files) || records < 30 || torn != 0 {
+		t.Errorf("recovered %d files, %d records, %d torn lines; want %d, 30 or more (a record whose start and finish are in two files counts twice), 0",
+			got, records, torn, files)
+	}
+}
+
+// TestRotatedJournalsRemoved: a store starts a new journal when the one in
+// use grows past its bound, and removes each old one once all its records
+// are in SQLite; Close removes the last.
+func TestRotatedJournalsRemoved(t *testing.T) {
+	t.Cleanup(audit.SetRotateBytes(2048))
+	s, path := open(t)
+	ctx := context.Background()
+	audit.HoldWriter(s, true)
+	for i := range 100 {
+		r := killRecord(i)
+		id, err := s.Start(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Outcome = "ok"
+		if err := s.Finish(ctx, id, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(journals(t, path)); n < 5 {
+		t.Fatalf("%d journals for 200 lines of 2 KiB files", n)
+	}
+	audit.HoldWriter(s, false)
+	if got := callIDs(t, s); len(got) != 100 {
+		t.Fatalf("%d records, want 100", len(got))
+	}
+	if j := journals(t, path); len(j) != 1 {
+		t.Errorf("journals once every record is in SQLite: %v; want the one in use", j)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if j := journals(t, path); len(j) != 0 {
+		t.Errorf("journals after Close: %v", j)
+	}
+}
+
+// TestFullQueueWaits: with the queue full (the writer held back), a Start
+// waits for room rather than dropping a record or growing the queue, and
+// goes on once the writer has taken the queue.
+func TestFullQueueWaits(t *testing.T) {
+	t.Cleanup(audit.SetQueue(8, time.Minute))
+	s, _ := open(t)
+	ctx := context.Background()
+	audit.HoldWriter(s, true)
+	write := func() error {
+		r := killRecord(0)
+		id, err := s.Start(ctx, r)
+		if err == nil {
+			err = s.Finish(ctx, id, r)
+		}
+		return err
+	}
+	for range 8 {
+		if err := write(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- write() }()
+	select {
+	case err := <-done:
+		t.Fatalf("a Start with the queue full did not wait: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	audit.HoldWriter(s, false)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a Start waiting for room in the queue hung after the writer went on")
+	}
+	recs, err := s.List(ctx, audit.Filter{Limit: -1})
+	if err != nil || len(recs) != 9 {
+		t.Fatalf("%d records, %v; want 9", len(recs), err)
+	}
+}
+
+// TestFullQueueRefusesAfterWaiting: a Start that finds no room for longer
+// than it may wait fails (its call is not run), and writes nothing.
+func TestFullQueueRefusesAfterWaiting(t *testing.T) {
+	t.Cleanup(audit.SetQueue(8, 100*time.Millisecond))
+	s, path := open(t)
+	ctx := context.Background()
+	audit.HoldWriter(s, true)
+	var ids []int64
+	for i := range 8 {
+		id, err := s.Start(ctx, killRecord(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	j := journals(t, path)
+	if len(j) != 1 {
+		t.Fatalf("journals: %v", j)
+	}
+	before, _ := os.ReadFile(j[0])
+	if _, err := s.Start(ctx, killRecord(8)); err == nil {
+		t.Fatal("a Start with the queue full past its wait succeeded")
+	}
+	if after, _ := os.ReadFile(j[0]); len(after) != len(before) {
+		t.Errorf("a refused Start wrote to the journal: %d bytes, then %d", len(before), len(after))
+	}
+	audit.HoldWriter(s, false)
+	for _, id := range ids {
+		if err := s.Finish(ctx, id, killRecord(0)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -20,6 +20,14 @@ const (
 	// maxBatch is how many queued records make the writer commit at once,
 	// without waiting out batchDelay.
 	maxBatch = 256
+	// idBlock is how many record ids a store reserves at once.
+	idBlock = 256
+	// maxBackoff bounds the pause between attempts after SQLite failed.
+	maxBackoff = 2 * time.Second
+)
+
+// The queue's bounds (variables, for tests).
+var (
 	// queueLen bounds the records queued for SQLite: a Start that finds
 	// the queue full waits, up to queueWait, for the writer to catch up.
 	queueLen = 4096
@@ -27,10 +35,6 @@ const (
 	// fails (and its call is not run): SQLite has then failed for longer
 	// than its busy timeout.
 	queueWait = 30 * time.Second
-	// idBlock is how many record ids a store reserves at once.
-	idBlock = 256
-	// maxBackoff bounds the pause between attempts after SQLite failed.
-	maxBackoff = 2 * time.Second
 )
 
 // An entry is a record on its way to SQLite: its start, its finish, or
