@@ -364,56 +364,65 @@ func parseJournal(path string, data []byte, db string) (entries []*entry, torn i
 }
 
 // recoverJournals replays into SQLite every journal of this database that
-// no live store holds, then removes it (see replayJournal). It runs on the
-// writer's connection.
+// no live store holds, then removes them. A dead store's records may span
+// several of its journals (a start in one, its finish in the next), whose
+// names say nothing of their order: so all are read first, a finish joined
+// to its start whichever file holds it, and written in one transaction.
+// A journal that is not lathe's fails the replay of all of them, and they
+// are all kept. It runs on the writer's connection.
+//
+// Replay is idempotent, as a store that died may have written part of its
+// journal to SQLite already, and a replay cut short is done again: a start
+// whose record exists is skipped, a finish is applied again.
 func (s *Store) recoverJournals(w *writer) error {
 	dir := filepath.Dir(s.path)
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
-	var errs []error
+	var dead []*os.File
+	defer func() {
+		for _, f := range dead {
+			f.Close()
+		}
+	}()
+	var entries []*entry
+	byID := map[int64]*entry{}
+	torn := 0
 	for _, de := range des {
 		if !strings.HasPrefix(de.Name(), s.prefix) || !de.Type().IsRegular() {
 			continue
 		}
-		if err := s.replayJournal(w, filepath.Join(dir, de.Name())); err != nil {
-			errs = append(errs, err)
+		path := filepath.Join(dir, de.Name())
+		f := takeJournal(path)
+		if f == nil {
+			continue
+		}
+		dead = append(dead, f)
+		data, err := io.ReadAll(f)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		es, n, err := parseJournal(path, data, filepath.Base(s.path))
+		if err != nil {
+			return err
+		}
+		torn += n
+		for _, e := range es {
+			if b := byID[e.id]; b != nil && e.start == nil && b.finish == nil {
+				b.finish = e.finish
+				continue
+			}
+			if b := byID[e.id]; b != nil && e.start != nil && b.start == nil && e.finish == nil {
+				b.start = e.start
+				continue
+			}
+			byID[e.id] = e
+			entries = append(entries, e)
 		}
 	}
-	return errors.Join(errs...)
-}
-
-// replayJournal replays the journal at path, if it is a dead store's: a
-// regular file of this user's that nobody else can read, whose lock it
-// takes. Anything else (a symbolic link, another user's file, a live
-// store's journal) is left alone. Replay is idempotent, as a store that
-// died may have written part of its journal already, and a replay cut
-// short is replayed again: a start whose record exists is skipped, a
-// finish is applied again.
-func (s *Store) replayJournal(w *writer, path string) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
-	if err != nil {
+	if len(dead) == 0 {
 		return nil
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !owned(fi) {
-		return nil
-	}
-	if tryLock(f) != nil {
-		return nil
-	}
-	if pi, err := os.Lstat(path); err != nil || !os.SameFile(fi, pi) {
-		return nil
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	entries, torn, err := parseJournal(path, data, filepath.Base(s.path))
-	if err != nil {
-		return err
 	}
 	if len(entries) > 0 {
 		if err := w.tx(func() error {
@@ -424,11 +433,37 @@ func (s *Store) replayJournal(w *writer, path string) error {
 			}
 			return nil
 		}); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return fmt.Errorf("replaying %d journals: %w", len(dead), err)
 		}
 	}
-	s.recovered.files.Add(1)
+	s.recovered.files.Add(int64(len(dead)))
 	s.recovered.records.Add(int64(len(entries)))
 	s.recovered.torn.Add(int64(torn))
-	return os.Remove(path)
+	var errs []error
+	for _, f := range dead {
+		errs = append(errs, os.Remove(f.Name()))
+	}
+	return errors.Join(errs...)
+}
+
+// takeJournal opens and locks the journal at path, if it is a dead
+// store's: a regular file of this user's that nobody else can read, with
+// one name, whose lock it takes, still at path once locked. Anything else
+// (a symbolic link, a FIFO, another user's file, a live store's journal)
+// is left alone: nil.
+func takeJournal(path string) *os.File {
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+	if err != nil {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil || !owned(fi) || tryLock(f) != nil {
+		f.Close()
+		return nil
+	}
+	if pi, err := os.Lstat(path); err != nil || !os.SameFile(fi, pi) {
+		f.Close()
+		return nil
+	}
+	return f
 }

@@ -849,3 +849,26 @@ func TestOldWriterBeside(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadJournalsMerged: a dead store's records may span its journals (a
+// start in one, its finish in the next, started anew past its bound), whose
+// names say nothing of their order: the finish is applied to its start
+// whichever file is read first.
+func TestDeadJournalsMerged(t *testing.T) {
+	path := newDB(t)
+	// "a" sorts first, and holds the finish.
+	writeJournal(t, path, "a", `{"t":"finish","id":900,"d":"allow","o":"ok","ops":[{"k":"read","s":"f.txt"}]}`+"\n", 0o600)
+	writeJournal(t, path, "b", `{"t":"start","id":900,"c":"spans","ts":1,"tool":"look"}`+"\n", 0o600)
+	s, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := callIDs(t, s)["spans"]
+	if r.ID != 900 || r.Status != audit.StatusDone || r.Outcome != "ok" || len(r.Operations) != 1 {
+		t.Errorf("a record whose finish is in the journal read first: %+v", r)
+	}
+	if j := journals(t, path); len(j) != 0 {
+		t.Errorf("journals left: %v", j)
+	}
+}
