@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -64,6 +65,9 @@ type writer struct {
 	conn                   *sql.Conn
 	insert, replay, finish *sql.Stmt
 	ops                    opStmts
+	// inserts are the statements that insert n rows at once, by n,
+	// prepared when first needed.
+	inserts map[int]*sql.Stmt
 	// batch is what the writer has taken from the queue and not yet
 	// committed; inBatch indexes it by record id.
 	batch   []*entry
@@ -73,7 +77,13 @@ type writer struct {
 // insertSQL writes a record's row, started or finished.
 const insertSQL = ` INTO calls (id, call_id, parent, time_ns, tool, arguments, status, args_bytes, pid, session, kind,
 	server, decision, decided_by, reason, outcome, duration_ns, result_bytes, operations_dropped)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES ` + insertRow
+
+const insertRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// insertRows is how many rows one INSERT of a batch writes: a statement
+// costs the driver more than a row, as for operations (opRows).
+const insertRows = 32
 
 func newWriter(wdb *sql.DB) (*writer, error) {
 	ctx := context.Background()
@@ -81,7 +91,7 @@ func newWriter(wdb *sql.DB) (*writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &writer{conn: conn, inBatch: map[int64]*entry{}}
+	w := &writer{conn: conn, inBatch: map[int64]*entry{}, inserts: map[int]*sql.Stmt{}}
 	for _, step := range []func() error{
 		func() error { _, err := conn.ExecContext(ctx, schemaSQL); return err },
 		func() error { return w.ops.prepare(ctx, conn) },
@@ -110,6 +120,9 @@ func (w *writer) close() {
 			st.Close()
 		}
 	}
+	for _, st := range w.inserts {
+		st.Close()
+	}
 	w.ops.close()
 	w.conn.Close()
 }
@@ -133,24 +146,84 @@ func (w *writer) tx(f func() error) error {
 	return nil
 }
 
+// putAll writes a batch, within a transaction: the new rows insertRows at a
+// time, then their operations, then the finishes of rows written before.
+func (w *writer) putAll(batch []*entry) error {
+	rows := make([]*entry, 0, len(batch))
+	for _, e := range batch {
+		if e.start != nil {
+			rows = append(rows, e)
+		}
+	}
+	args := make([]any, 0, 19*min(insertRows, len(rows)))
+	for len(rows) > 0 {
+		part := rows[:min(insertRows, len(rows))]
+		rows = rows[len(part):]
+		if len(part) == 1 {
+			if err := w.put(part[0], false); err != nil {
+				return err
+			}
+			continue
+		}
+		st := w.inserts[len(part)]
+		if st == nil {
+			var err error
+			st, err = w.conn.PrepareContext(context.Background(),
+				`INSERT`+insertSQL+strings.Repeat(", "+insertRow, len(part)-1))
+			if err != nil {
+				return err
+			}
+			w.inserts[len(part)] = st
+		}
+		args = args[:0]
+		for _, e := range part {
+			args = rowArgs(args, e)
+		}
+		if _, err := st.Exec(args...); err != nil {
+			return err
+		}
+		for _, e := range part {
+			if e.finish != nil && len(e.finish.Operations) > 0 {
+				if err := w.ops.writeOperations(e.id, e.finish.Operations, false); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, e := range batch {
+		if e.start == nil {
+			if err := w.put(e, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rowArgs appends the values of e's row, started or finished, as insertRow
+// takes them.
+func rowArgs(args []any, e *entry) []any {
+	r, f, status := e.start, &Record{}, StatusStarted
+	if e.finish != nil {
+		f, status = e.finish, StatusDone
+	}
+	return append(args, e.id, r.CallID, r.Parent, r.Time.UnixNano(), r.Tool, r.Arguments, status, r.ArgsBytes, r.PID,
+		r.Session, r.Kind, r.Server, f.Decision, f.DecidedBy, f.Reason, f.Outcome, int64(f.Duration), f.ResultBytes,
+		f.OperationsDropped)
+}
+
 // put writes one entry, within a transaction: a start as a new row
 // (finished when its finish is there too), a finish alone as an update.
 // A replay skips a start whose row exists and applies its finish as an
 // update, replacing the operations the row may have.
 func (w *writer) put(e *entry, replay bool) error {
 	f := e.finish
-	if r := e.start; r != nil {
-		status, fr := StatusStarted, &Record{}
-		if f != nil {
-			status, fr = StatusDone, f
-		}
+	if e.start != nil {
 		st := w.insert
 		if replay {
 			st = w.replay
 		}
-		res, err := st.Exec(e.id, r.CallID, r.Parent, r.Time.UnixNano(), r.Tool, r.Arguments, status, r.ArgsBytes, r.PID,
-			r.Session, r.Kind, r.Server, fr.Decision, fr.DecidedBy, fr.Reason, fr.Outcome, int64(fr.Duration),
-			fr.ResultBytes, fr.OperationsDropped)
+		res, err := st.Exec(rowArgs(make([]any, 0, 19), e)...)
 		if err != nil {
 			return err
 		}
@@ -275,14 +348,7 @@ func (s *Store) commit(w *writer) error {
 	if len(w.batch) == 0 {
 		return nil
 	}
-	err := w.tx(func() error {
-		for _, e := range w.batch {
-			if err := w.put(e, false); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := w.tx(func() error { return w.putAll(w.batch) })
 	done := w.batch
 	var kept []*entry
 	if err != nil && len(w.batch) > 1 && !isBusy(err) {
