@@ -6,8 +6,10 @@ import (
 	"time"
 )
 
-// deadlineCtx is a context with a deadline whose timer is made only when
-// somebody asks for its Done channel. A tool that finishes without waiting on
+// deadlineCtx is a context with a deadline that is watched only when
+// somebody asks for its Done channel (or derives a context from it), and
+// then, for a call's context, by the engine's alarms rather than a timer of
+// its own. A tool that finishes without waiting on
 // its context (most builtin calls) then costs no timer at all: the stdlib's
 // context.WithTimeout spends more on its timer than the engine spends on the
 // rest of a call's pipeline. Err reads the clock, so the deadline holds for
@@ -27,6 +29,11 @@ type deadlineCtx struct {
 
 	alarms *alarms // the engine's alarms, which end it at its deadline, once watched
 	slot   int     // its index in alarms.heap, -1 when not in it; guarded by alarms.mu
+	// engine is the engine's alarms, for AfterFunc; nil outside an engine,
+	// where AfterFunc falls back on a timer of the context's own.
+	engine *alarms
+
+	afters []*after // functions to run when it ends (AfterFunc)
 
 	inv *Invocation // the call it runs, for RecordOperation
 }
@@ -58,8 +65,10 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 	if c.makeDoneLocked() {
 		return c.done
 	}
-	c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.end(context.DeadlineExceeded) })
-	c.stop = context.AfterFunc(c.Context, func() { c.end(c.Context.Err()) })
+	c.watchDeadlineLocked()
+	if c.stop == nil {
+		c.stop = context.AfterFunc(c.Context, func() { c.end(c.Context.Err()) })
+	}
 	return c.done
 }
 
@@ -109,6 +118,74 @@ func (c *deadlineCtx) endLocked(err error) {
 	if c.done != nil {
 		close(c.done)
 	}
+	for _, a := range c.afters {
+		if a.state == afterWaiting {
+			a.state = afterRan
+			go a.f()
+		}
+	}
+	c.afters = nil
+}
+
+// watchDeadlineLocked makes sure something ends c at its deadline: the
+// engine's alarms when c is a call's, else a timer of its own. It is done
+// under c.mu, so that release cannot come between; the alarms' lock is
+// never held while a context's is taken.
+func (c *deadlineCtx) watchDeadlineLocked() {
+	switch {
+	case c.timer != nil || c.alarms != nil:
+	case c.engine != nil:
+		c.alarms = c.engine
+		c.alarms.add(c)
+	default:
+		c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.end(context.DeadlineExceeded) })
+	}
+}
+
+// after is a function AfterFunc runs when the context ends.
+type after struct {
+	f     func()
+	state int // guarded by the context's mu
+}
+
+const (
+	afterWaiting = iota
+	afterRan
+	afterStopped
+)
+
+// AfterFunc arranges for f to run in a goroutine of its own once c ends, as
+// context.AfterFunc does, and returns a function that stops that if it has
+// not happened yet. The context package looks for this method on a parent
+// when a context is derived from it: without it, every
+// context.WithCancel(ctx) of a runtime (an MCP call makes one) would cost a
+// goroutine that waits for c to end, and waking it again at the end of the
+// call. The deadline is watched by the engine's alarms, as for watch, not
+// by a timer of c's own.
+func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
+	c.mu.Lock()
+	if c.checkLocked() != nil {
+		c.mu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	a := &after{f: f}
+	c.afters = append(c.afters, a)
+	c.watchDeadlineLocked()
+	if c.stop == nil {
+		// The parent's end ends c, and so reaches f.
+		c.stop = context.AfterFunc(c.Context, func() { c.end(c.Context.Err()) })
+	}
+	c.mu.Unlock()
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if a.state != afterWaiting {
+			return false
+		}
+		a.state = afterStopped
+		return true
+	}
 }
 
 // watch makes the Done channel without a timer of its own and hands the
@@ -122,7 +199,8 @@ func (c *deadlineCtx) watch(a *alarms) <-chan struct{} {
 		c.mu.Unlock()
 		return c.done
 	}
-	if c.makeDoneLocked() {
+	if c.makeDoneLocked() || c.alarms != nil || c.timer != nil {
+		// Ended, or its deadline is watched already (AfterFunc).
 		c.mu.Unlock()
 		return c.done
 	}
@@ -135,11 +213,11 @@ func (c *deadlineCtx) watch(a *alarms) <-chan struct{} {
 // release ends the context as a cancel function does, when the call is over,
 // and stops its timer and its watch of the parent.
 func (c *deadlineCtx) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.alarms != nil {
 		c.alarms.remove(c)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.timer != nil {
 		c.timer.Stop()
 	}

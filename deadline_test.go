@@ -3,6 +3,7 @@ package lathe
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -143,4 +144,114 @@ func TestDeadlineCtxWatchAfterErr(t *testing.T) {
 		t.Fatal("watch returned an open channel for a context that has ended")
 	}
 	c.release()
+}
+
+// A context derived from a call's context (context.WithCancel, as an MCP
+// call makes one) finds AfterFunc: it costs no goroutine waiting for the
+// call's context to end, and none at the end of the call once the derived
+// context was cancelled first; the call's deadline is watched by the
+// engine's alarms, not a timer of its own.
+func TestDeadlineCtxDerivingCostsNoGoroutine(t *testing.T) {
+	parent, cancelParent := context.WithCancel(context.Background())
+	defer cancelParent()
+	var a alarms
+	const n = 100
+	before := runtime.NumGoroutine()
+	var ctxs []*deadlineCtx
+	for range n {
+		c := withDeadline(parent, time.Now().Add(time.Hour))
+		c.engine = &a
+		child, cancel := context.WithCancel(c)
+		_ = child
+		cancel()
+		ctxs = append(ctxs, c)
+	}
+	if grew := runtime.NumGoroutine() - before; grew >= n/2 {
+		t.Errorf("%d contexts derived from call contexts left %d goroutines", n, grew)
+	}
+	for _, c := range ctxs {
+		if c.timer != nil {
+			t.Fatal("a derived context made the call's context start a timer of its own")
+		}
+		c.release()
+	}
+	if grew := runtime.NumGoroutine() - before; grew >= n/2 {
+		t.Errorf("releasing %d call contexts whose derived contexts had ended started %d goroutines", n, grew)
+	}
+	a.mu.Lock()
+	left := len(a.heap)
+	a.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d released contexts are still in the alarms", left)
+	}
+}
+
+// A derived context still ends with the call's: at its deadline (through
+// the engine's alarms), when the caller's context ends, and at release.
+func TestDeadlineCtxDerivedEndsWithIt(t *testing.T) {
+	wait := func(t *testing.T, child context.Context, want error) {
+		t.Helper()
+		select {
+		case <-child.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the derived context did not end")
+		}
+		if !errors.Is(child.Err(), want) {
+			t.Errorf("derived context's Err = %v, want %v", child.Err(), want)
+		}
+	}
+	t.Run("deadline", func(t *testing.T) {
+		var a alarms
+		c := withDeadline(context.Background(), time.Now().Add(30*time.Millisecond))
+		c.engine = &a
+		defer c.release()
+		child, cancel := context.WithCancel(c)
+		defer cancel()
+		wait(t, child, context.DeadlineExceeded)
+	})
+	t.Run("parent", func(t *testing.T) {
+		parent, cancelParent := context.WithCancel(context.Background())
+		c := withDeadline(parent, time.Now().Add(time.Hour))
+		c.engine = &alarms{}
+		defer c.release()
+		child, cancel := context.WithCancel(c)
+		defer cancel()
+		cancelParent()
+		wait(t, child, context.Canceled)
+	})
+	t.Run("release", func(t *testing.T) {
+		c := withDeadline(context.Background(), time.Now().Add(time.Hour))
+		c.engine = &alarms{}
+		child, cancel := context.WithCancel(c)
+		defer cancel()
+		c.release()
+		wait(t, child, context.Canceled)
+	})
+	t.Run("watched too", func(t *testing.T) {
+		// The engine's wait on a call (watch) after a derived context
+		// was made: the deadline is in the alarms once, and still ends both.
+		var a alarms
+		c := withDeadline(context.Background(), time.Now().Add(300*time.Millisecond))
+		c.engine = &a
+		defer c.release()
+		child, cancel := context.WithCancel(c)
+		defer cancel()
+		done := c.watch(&a)
+		a.mu.Lock()
+		n := len(a.heap)
+		a.mu.Unlock()
+		if n != 1 {
+			t.Errorf("the context is in the alarms %d times", n)
+		}
+		wait(t, child, context.DeadlineExceeded)
+		<-done
+	})
+	t.Run("ended already", func(t *testing.T) {
+		c := withDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+		c.engine = &alarms{}
+		defer c.release()
+		child, cancel := context.WithCancel(c)
+		defer cancel()
+		wait(t, child, context.DeadlineExceeded)
+	})
 }

@@ -225,7 +225,7 @@ func (e *Engine) execute(ctx context.Context, inv *Invocation) (*tool.Outcome, e
 		ctx = context.WithValue(ctx, invocationKey{}, inv)
 	} else {
 		dc = withDeadline(ctx, time.Now().Add(timeout))
-		dc.inv = inv
+		dc.inv, dc.engine = inv, &e.alarms
 		defer dc.release()
 		ctx = dc
 	}

@@ -168,3 +168,22 @@ func TestDecideSourceDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleString: a rule reads as it would be written in lathe.toml, each
+// value quoted as Go quotes it (escapes, control characters, non-UTF-8).
+func TestRuleString(t *testing.T) {
+	for _, c := range []struct {
+		r    Rule
+		want string
+	}{
+		{Rule{Tool: "read_*", Approval: Allow}, `tool="read_*" approval="allow"`},
+		{Rule{Tool: "run_command", Args: "git \"push\"\n", Approval: Deny, Source: "lathe.toml:7"},
+			`tool="run_command" args="git \"push\"\n" approval="deny" (lathe.toml:7)`},
+		{Rule{Tool: "*", Operation: "fs/write", Approval: Ask}, `tool="*" operation="fs/write" approval="ask"`},
+		{Rule{Tool: "a\xffb\u200b", Approval: Allow}, `tool="a\xffb\u200b" approval="allow"`},
+	} {
+		if got := c.r.String(); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
+		}
+	}
+}

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -203,7 +205,7 @@ func (s *Server) serveCall26(w http.ResponseWriter, r *http.Request, m message) 
 		fc.session = s.newSessionID()
 		s.mu.Unlock()
 	}
-	ctx = logLevel26{context.WithValue(ctx, callKey{}, fc)}
+	ctx = logLevel26{context.WithValue(context.WithValue(ctx, callKey{}, fc), roundKey{}, client26(r, meta))}
 	req := &sdk.CallToolRequest{Session: ws.ss,
 		Params: &sdk.CallToolParamsRaw{Name: name, Arguments: args, Meta: meta, InputResponses: inputs, RequestState: state},
 		Extra:  &sdk.RequestExtra{Header: r.Header}}
@@ -238,7 +240,7 @@ func (s *Server) serveCall26(w http.ResponseWriter, r *http.Request, m message) 
 			}
 		}
 		if res.RequestState != "" {
-			s.r26.hold(res.RequestState, fc)
+			s.r26.hold(res.RequestState, fc, s.rounds.opts.Wait)
 		}
 	}
 	var rpcErr *jsonrpc.Error
@@ -249,13 +251,27 @@ func (s *Server) serveCall26(w http.ResponseWriter, r *http.Request, m message) 
 	return true
 }
 
+// client26 names the client of a request of MCP 2026-07-28 for the bounds
+// of RoundOptions: the authenticated user, when a layer in front of the
+// handler names one, or else the name and version the client declares.
+func client26(r *http.Request, meta sdk.Meta) string {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
+		return "user " + ti.UserID
+	}
+	var info struct{ Name, Version string }
+	if b, err := json.Marshal(meta[sdk.MetaKeyClientInfo]); err == nil {
+		_ = json.Unmarshal(b, &info)
+	}
+	return "declared " + strconv.Quote(info.Name) + " " + strconv.Quote(info.Version)
+}
+
 // hold keeps fc under state until the client's next round, or until no
-// round could still come (the longest wait of rounds.go, and a minute).
-func (r *round26) hold(state string, fc *fastCall) {
+// round could still come (the wait of rounds.go, and a minute).
+func (r *round26) hold(state string, fc *fastCall, wait time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := &waiting26{fc: fc}
-	w.timer = time.AfterFunc(maxAnswerWait+time.Minute, func() {
+	w.timer = time.AfterFunc(wait+time.Minute, func() {
 		r.mu.Lock()
 		if r.waiting[state] == w {
 			delete(r.waiting, state)

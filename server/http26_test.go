@@ -26,11 +26,16 @@ type client26 struct {
 	token string
 	caps  map[string]any
 	level string
+	name  string // the name it declares, "raw26" when empty
 }
 
 func (c *client26) meta() map[string]any {
+	name := c.name
+	if name == "" {
+		name = "raw26"
+	}
 	m := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw26", "version": "1"},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": name, "version": "1"},
 		"io.modelcontextprotocol/clientCapabilities": c.caps}
 	if c.level != "" {
 		m["io.modelcontextprotocol/logLevel"] = c.level

@@ -16,7 +16,9 @@
 //
 // Any call can run as an MCP task: the client gets a handle at once and
 // fetches the result later, from the same session or a later one (see
-// [TaskOptions] for the bounds).
+// [TaskOptions] for the bounds). Under MCP 2026-07-28 a call that asks its
+// client something waits for the client's next round, within the bounds of
+// [RoundOptions].
 //
 // The server follows the engine's registry: when its tools change
 // ([lathe.EventToolsChanged], from Register, Replace, Unregister, or an
@@ -87,6 +89,9 @@ type Options struct {
 	Upstream *mcp.Pool
 	// Tasks bound what the server keeps for MCP tasks (see tasks.go).
 	Tasks TaskOptions
+	// Rounds bound the calls of MCP 2026-07-28 clients that wait for
+	// their client's next round (see [RoundOptions]).
+	Rounds RoundOptions
 	// Audit, if set, records each resource read and prompt get of a
 	// client ([Access]): it is called before the request goes upstream,
 	// which it does not when Audit fails, and the function it returns is
@@ -130,6 +135,10 @@ type Server struct {
 	// sinks are where sessions are sent task notifications, by session
 	// (tasknotify.go).
 	sinks map[string]*sink
+	// listens are the responses of the subscriptions/listen requests of
+	// clients of MCP 2026-07-28 over HTTP, by the name listenStream gave
+	// them (listen26.go).
+	listens map[string]io.Writer
 }
 
 // clientSession is what the server keeps of one client's session.
@@ -161,6 +170,7 @@ func New(e *lathe.Engine, opts Options) *Server {
 	}
 	s := &Server{e: e, opts: opts, served: map[string]string{}, outputs: map[string]bool{}, sessions: map[*sdk.ServerSession]*clientSession{},
 		byHTTPID: map[string]*clientSession{}}
+	s.rounds.opts = opts.Rounds.withDefaults()
 	sopts := &sdk.ServerOptions{
 		Instructions: opts.Instructions,
 		Logger:       opts.Logger,
@@ -412,7 +422,7 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 			// The client cannot be sent a request while its call runs:
 			// what the call asks goes back to it as input requests, and
 			// the call waits for its next tools/call (see rounds).
-			return s.rounds.serve(ctx, ss, req, func(ctx context.Context, to asker) *sdk.CallToolResult {
+			return s.rounds.serve(ctx, ss, s.roundClient(ctx, ss), req, func(ctx context.Context, to asker) *sdk.CallToolResult {
 				return s.run(ctx, ss, req, name, hasOutput, caps, to)
 			})
 		}
@@ -513,6 +523,11 @@ func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, to asker, to
 			ss.NotifyProgress(notify, &sdk.ProgressNotificationParams{ProgressToken: token,
 				Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
+	}
+	if t, ok := call.Value(taskKey{}).(*task); ok && multiRound(ss) {
+		// A task of MCP 2026-07-28: kept with the task, which carries
+		// them to its client (tasknotes.go).
+		h.Log, h.Progress = s.tasks.notes26(t, h.Log, h.Progress)
 	}
 	if caps != nil && caps.Elicitation != nil {
 		h.Elicit = func(ctx context.Context, r *tool.ElicitRequest) (*tool.ElicitResult, error) {
@@ -676,7 +691,9 @@ type HTTPOptions struct {
 	SessionTimeout time.Duration
 	// MaxSessions caps the sessions open at once; a client that would open
 	// one more is answered 503 Service Unavailable. Zero means
-	// [DefaultMaxSessions]; negative, no cap.
+	// [DefaultMaxSessions]; negative, no cap. It caps as well the
+	// subscriptions/listen requests of clients of MCP 2026-07-28 open at
+	// once, each a stream that lasts as a session's would.
 	MaxSessions int
 	// MaxBodyBytes caps a request's body; a larger one is answered 413.
 	// Zero means [DefaultMaxBodyBytes].
@@ -736,12 +753,16 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	h = s.endOnDelete(h)
 	// Task notifications on the sessions' standalone streams (tasknotify.go).
 	h = s.taskStream(h)
+	// And on the responses of listens of MCP 2026-07-28 (listen26.go).
+	h = s.listenStream(cmp.Or(opts.MaxSessions, DefaultMaxSessions), h)
 	if max := cmp.Or(opts.MaxSessions, DefaultMaxSessions); max > 0 {
 		h = s.limitSessions(max, h)
 	}
 	h = endWithAnswer(h)
 	// tools/call, on lathe's own path (httpcall.go).
 	h = s.serveCalls(h)
+	// Answers to lathe's own requests inside a batch (batch.go).
+	h = s.batchAnswers(h)
 	h = s.keepSessions(cmp.Or(opts.SessionTimeout, time.Hour), h)
 	h = readBody(h)
 	h = sameOrigin(h)

@@ -41,14 +41,64 @@ func multiRound(ss *sdk.ServerSession) bool {
 // that state and its answer, hands the answer to the waiting call and is
 // answered with the call's next question or its result.
 //
-// A client that never comes back costs the call's deadline: the waiting
-// call's question ends with it, as a question to a client that does not
-// answer does, and the call ends as the engine ends it.
+// A waiting call holds a goroutine, the call's own state and, for an
+// upstream's question, the upstream call, with no request of its client
+// open: nothing but the client's word says it will come back. So the
+// waiting calls are bounded ([RoundOptions]): per client and overall, a
+// call that would wait past a bound is cancelled and its client answered
+// with an error that names the bound; and a call whose client has not come
+// back within [RoundOptions].Wait is cancelled, as a call whose client
+// went away is, its record complete.
 type rounds struct {
+	opts RoundOptions
+
 	mu      sync.Mutex
 	waiting map[string]*round
-	ended   map[*sdk.ServerSession]chan struct{} // closed when the session ends
+	// perClient counts the waiting calls of each client.
+	perClient map[string]int
+	ended     map[*sdk.ServerSession]chan struct{} // closed when the session ends
 }
+
+// RoundOptions bound the calls of clients of MCP 2026-07-28 that wait for
+// their client's next round: a call that asked its client something
+// (an approval, an upstream server's elicitation or sampling) and returned
+// the question, which the client answers by calling again. The zero value
+// is ready to use.
+type RoundOptions struct {
+	// Wait is how long a call waits for its client's next round; two
+	// minutes when zero. A call whose own deadline comes sooner ends with
+	// it. A call not taken up within Wait is cancelled.
+	Wait time.Duration
+	// MaxPerClient caps the calls of one client that wait at once, 64 when
+	// zero; MaxWaiting those of all clients, 1024 when zero. A call that
+	// would wait past either is cancelled, and its client's tools/call is
+	// answered with a JSON-RPC error that names the bound.
+	//
+	// A client is its session; over streamable HTTP, where MCP 2026-07-28
+	// has no session, it is the authenticated user when an authentication
+	// layer names one, and otherwise the client's name as its requests
+	// declare it (clientInfo), which one holder of the server's token may
+	// vary: MaxWaiting is the bound that holds whatever a client declares.
+	MaxPerClient, MaxWaiting int
+}
+
+func (o RoundOptions) withDefaults() RoundOptions {
+	if o.Wait <= 0 {
+		o.Wait = 2 * time.Minute
+	}
+	if o.MaxPerClient <= 0 {
+		o.MaxPerClient = 64
+	}
+	if o.MaxWaiting <= 0 {
+		o.MaxWaiting = 1024
+	}
+	return o
+}
+
+// codeTooManyRounds is the JSON-RPC error code of a tools/call whose call
+// would wait for its client's next round past a bound of RoundOptions: one
+// of the codes JSON-RPC leaves to servers, used by no other MCP error.
+const codeTooManyRounds = -32050
 
 // maxAnswerWait bounds the wait for a client's next round: a question of
 // the engine's own (an approval, a tool's question) is asked between runs
@@ -80,13 +130,17 @@ func (r *rounds) sessionEnded(ss *sdk.ServerSession) <-chan struct{} {
 
 // round is one call of a multi-round-trip client.
 type round struct {
-	ss   *sdk.ServerSession
-	asks chan *input              // the call's next question to its client
-	done chan *sdk.CallToolResult // the call's result
-	stop context.CancelFunc       // cancels the call
-	mu   sync.Mutex
-	open *input // the question the client was last given
-	n    int
+	ss     *sdk.ServerSession
+	client string                   // whose count of waiting calls it is in (see RoundOptions)
+	asks   chan *input              // the call's next question to its client
+	done   chan *sdk.CallToolResult // the call's result
+	stop   context.CancelFunc       // cancels the call
+	// timer cancels the call when its client has not come back in time;
+	// guarded by rounds.mu, set while the call waits.
+	timer *time.Timer
+	mu    sync.Mutex
+	open  *input // the question the client was last given
+	n     int
 }
 
 // input is one input request of a call and the channel its answer comes on.
@@ -100,7 +154,7 @@ type input struct {
 // started with run; a call that carries a request state resumes the call
 // it names with the answers it brings. Either way the answer is the call's
 // next question, or its result.
-func (r *rounds) serve(ctx context.Context, ss *sdk.ServerSession, req *sdk.CallToolRequest,
+func (r *rounds) serve(ctx context.Context, ss *sdk.ServerSession, client string, req *sdk.CallToolRequest,
 	run func(context.Context, asker) *sdk.CallToolResult) (*sdk.CallToolResult, error) {
 	var rd *round
 	if state := req.Params.RequestState; state != "" {
@@ -121,7 +175,7 @@ func (r *rounds) serve(ctx context.Context, ss *sdk.ServerSession, req *sdk.Call
 		// question; it keeps the request's values (the session, the
 		// progress token's request) and ends with its own deadline.
 		callCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		rd = &round{ss: ss, asks: make(chan *input), done: make(chan *sdk.CallToolResult, 1), stop: stop}
+		rd = &round{ss: ss, client: client, asks: make(chan *input), done: make(chan *sdk.CallToolResult, 1), stop: stop}
 		// Closing the session cancels its calls, those between rounds too.
 		ended := r.sessionEnded(ss)
 		go func() {
@@ -155,7 +209,8 @@ func (r *rounds) serve(ctx context.Context, ss *sdk.ServerSession, req *sdk.Call
 	}
 }
 
-// wait keeps rd under a new request state until the client answers in.
+// wait keeps rd under a new request state until the client answers in,
+// within the bounds of RoundOptions.
 func (r *rounds) wait(rd *round, in *input) (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -167,11 +222,52 @@ func (r *rounds) wait(rd *round, in *input) (string, error) {
 	rd.mu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	switch {
+	case r.perClient[rd.client] >= r.opts.MaxPerClient:
+		return "", &jsonrpc.Error{Code: codeTooManyRounds, Message: fmt.Sprintf(
+			"too many calls wait for this client's next round: a client has at most %d waiting (RoundOptions.MaxPerClient); "+
+				"the call was cancelled: answer or abandon the others first", r.opts.MaxPerClient)}
+	case len(r.waiting) >= r.opts.MaxWaiting:
+		return "", &jsonrpc.Error{Code: codeTooManyRounds, Message: fmt.Sprintf(
+			"too many calls wait for their client's next round: the server holds at most %d (RoundOptions.MaxWaiting); "+
+				"the call was cancelled", r.opts.MaxWaiting)}
+	}
 	if r.waiting == nil {
 		r.waiting = map[string]*round{}
+		r.perClient = map[string]int{}
 	}
 	r.waiting[state] = rd
+	r.perClient[rd.client]++
+	// A client that does not come back in time has abandoned its call.
+	rd.timer = time.AfterFunc(r.opts.Wait, func() {
+		if r.release(state, rd) {
+			rd.stop()
+		}
+	})
 	return state, nil
+}
+
+// release removes rd from the waiting calls under state, and reports
+// whether it was there. r.mu must not be held.
+func (r *rounds) release(state string, rd *round) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.releaseLocked(state, rd)
+}
+
+func (r *rounds) releaseLocked(state string, rd *round) bool {
+	if r.waiting[state] != rd {
+		return false
+	}
+	delete(r.waiting, state)
+	if r.perClient[rd.client]--; r.perClient[rd.client] <= 0 {
+		delete(r.perClient, rd.client)
+	}
+	if rd.timer != nil {
+		rd.timer.Stop()
+		rd.timer = nil
+	}
+	return true
 }
 
 // take removes and returns the call waiting under state, if it belongs to
@@ -183,7 +279,7 @@ func (r *rounds) take(state string, ss *sdk.ServerSession) *round {
 	if rd == nil || rd.ss != ss {
 		return nil
 	}
-	delete(r.waiting, state)
+	r.releaseLocked(state, rd)
 	return rd
 }
 
@@ -193,9 +289,22 @@ func (r *rounds) forget(rd *round) {
 	defer r.mu.Unlock()
 	for state, w := range r.waiting {
 		if w == rd {
-			delete(r.waiting, state)
+			r.releaseLocked(state, rd)
 		}
 	}
+}
+
+// roundKey carries, in the context of a call of MCP 2026-07-28 over HTTP,
+// the client it counts against (http26.go).
+type roundKey struct{}
+
+// roundClient names the client of a call for the bounds of RoundOptions:
+// its session, or what serveCall26 found for a call that has none.
+func (s *Server) roundClient(ctx context.Context, ss *sdk.ServerSession) string {
+	if c, ok := ctx.Value(roundKey{}).(string); ok {
+		return c
+	}
+	return s.sessionID(ss)
 }
 
 // ask puts req to the client as the call's next input request and waits

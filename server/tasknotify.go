@@ -39,7 +39,14 @@ type sink struct {
 	out chan []byte // the lines to write, in order
 
 	mu     sync.Mutex
-	listen map[string]any // task ID → the subscriptions/listen that asked for it (its JSON-RPC ID)
+	listen map[string]*listening // task ID → the subscriptions/listen that asked for it
+}
+
+// listening is a task a subscriptions/listen named (MCP 2026-07-28).
+type listening struct {
+	id    any              // the listen's JSON-RPC ID
+	level sdk.LoggingLevel // the least severe log message it takes ("" none)
+	sent  int              // the number of the last kept message it was sent
 }
 
 // addSink makes w the sink of session ss until the session ends, or until
@@ -47,7 +54,7 @@ type sink struct {
 func (s *Server) addSink(ss *sdk.ServerSession, w io.Writer) (remove func()) {
 	s.track(ss)
 	id := s.sessionID(ss)
-	k := &sink{ss: ss, w: w, out: make(chan []byte, sinkLines), listen: map[string]any{}}
+	k := &sink{ss: ss, w: w, out: make(chan []byte, sinkLines), listen: map[string]*listening{}}
 	s.mu.Lock()
 	if s.sinks == nil {
 		s.sinks = map[string]*sink{}
@@ -107,14 +114,17 @@ type notification struct {
 	Params  any    `json:"params"`
 }
 
-func (k *sink) send(method string, params any) {
+// send queues a notification, and reports whether there was room for it.
+func (k *sink) send(method string, params any) bool {
 	b, err := json.Marshal(notification{JSONRPC: "2.0", Method: method, Params: params})
 	if err != nil {
-		return
+		return false
 	}
 	select {
 	case k.out <- append(b, '\n'):
+		return true
 	default:
+		return false
 	}
 }
 
@@ -132,14 +142,19 @@ func (s *Server) taskChanged(t *task) {
 			k.send("notifications/tasks/status", s.tasks.wire(t))
 			continue
 		}
+		// One listener's notifications go out in order, each with the
+		// kept messages it has not been sent (tasknotes.go); a message of
+		// a notification that found no room goes with the next one.
 		k.mu.Lock()
-		listen, ok := k.listen[t.id]
-		k.mu.Unlock()
-		if ok {
+		if l, ok := k.listen[t.id]; ok {
 			d := s.tasks.detailed(t, "")
-			d.Meta = map[string]any{sdk.MetaKeySubscriptionID: listen}
-			k.send("notifications/tasks", d)
+			d.Meta = map[string]any{sdk.MetaKeySubscriptionID: l.id}
+			last := s.tasks.withNotes(d, t, l.level, l.sent)
+			if k.send("notifications/tasks", d) {
+				l.sent = last
+			}
 		}
+		k.mu.Unlock()
 	}
 }
 
@@ -180,26 +195,43 @@ func (s *Server) listenTasks(ctx context.Context, req sdk.Request, next sdk.Meth
 		return nil, errMissingTasks
 	}
 	k := s.sinkOf(s.sessionID(r.Session))
+	if k == nil {
+		// A client of MCP 2026-07-28 over streamable HTTP: the listen's
+		// own response is where its notifications go (listenStream).
+		if w := s.listenWriter(r.Extra); w != nil {
+			defer s.addSink(r.Session, w)()
+			k = s.sinkOf(s.sessionID(r.Session))
+		}
+	}
+	level, _ := notesWanted(r.Params.Meta)
 	var agreed []string
+	sid := s.sessionID(r.Session)
 	for _, v := range ids {
 		id, _ := v.(string)
 		// A task the client may not see is left out of the
 		// acknowledgement, as one that does not exist is.
-		if _, err := s.tasks.get(principalOf(req), s.sessionID(r.Session), id); err != nil || k == nil {
+		t, err := s.tasks.find(principalOf(req), id)
+		if err != nil || k == nil {
 			continue
+		}
+		// The session is bound to the task while the listen lasts.
+		if s.tasks.hold(t, sid) {
+			defer s.tasks.unhold(t, sid)
 		}
 		agreed = append(agreed, id)
 	}
 	if k != nil {
 		k.mu.Lock()
+		mine := map[string]*listening{}
 		for _, id := range agreed {
-			k.listen[id] = listenID
+			mine[id] = &listening{id: listenID, level: level}
+			k.listen[id] = mine[id]
 		}
 		k.mu.Unlock()
 		defer func() {
 			k.mu.Lock()
 			for _, id := range agreed {
-				if k.listen[id] == listenID {
+				if k.listen[id] == mine[id] {
 					delete(k.listen, id)
 				}
 			}
@@ -347,26 +379,43 @@ type sseWriter struct {
 	mu     sync.Mutex
 	live   func() // called once the SDK has begun the stream
 	remove func()
-	began  bool
+	headed bool // the status is sent
+	began  bool // with 200, as an event stream
 	closed bool
 }
 
 func (w *sseWriter) WriteHeader(code int) {
 	w.mu.Lock()
 	w.ResponseWriter.WriteHeader(code)
-	begin := code == http.StatusOK && !w.began &&
-		strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream")
-	w.began = w.began || begin
+	begin := w.begins(code)
 	w.mu.Unlock()
 	if begin && w.live != nil {
 		w.live()
 	}
 }
 
+// begins notes the status of the response, and reports whether it begins
+// the stream. w.mu is held.
+func (w *sseWriter) begins(code int) bool {
+	if w.headed {
+		return false
+	}
+	w.headed = true
+	w.began = code == http.StatusOK && strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream")
+	return w.began
+}
+
 func (w *sseWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.ResponseWriter.Write(p)
+	// A first Write without WriteHeader sends the status 200 (the SDK
+	// begins the stream of a POST so).
+	begin := w.begins(http.StatusOK)
+	n, err := w.ResponseWriter.Write(p)
+	w.mu.Unlock()
+	if begin && w.live != nil {
+		w.live()
+	}
+	return n, err
 }
 
 func (w *sseWriter) Flush() {

@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -138,6 +139,9 @@ type task struct {
 
 	// asked is closed at the task's first question (see startTask2026).
 	asked chan struct{}
+	// handed is set once the client of MCP 2026-07-28 was given the task's
+	// handle: its call is a task from then on (tasknotes.go).
+	handed atomic.Bool
 
 	// Guarded by taskStore.mu.
 	status, message string
@@ -345,6 +349,38 @@ func (ts *taskStore) get(principal, sid, id string) (*task, error) {
 	return t, nil
 }
 
+// find returns the task id if principal may see it, as get does, without
+// binding a session to it: a request of MCP 2026-07-28 over streamable
+// HTTP is a session of its own, which ends with it, and one bound at each
+// poll would grow the task's sessions at each (tasknotes.go).
+func (ts *taskStore) find(principal, id string) (*task, error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t := ts.tasks[id]
+	if t == nil || t.principal != principal {
+		return nil, errUnknownTask
+	}
+	return t, nil
+}
+
+// hold binds the session sid to t until unhold, and reports whether it
+// was not bound before.
+func (ts *taskStore) hold(t *task, sid string) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if t.holders[sid] {
+		return false
+	}
+	t.holders[sid] = true
+	return true
+}
+
+func (ts *taskStore) unhold(t *task, sid string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	delete(t.holders, sid)
+}
+
 func (ts *taskStore) wire(t *task) mcpconv.Task {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -428,7 +464,10 @@ func (s *Server) serveTasks() {
 				return nil, err
 			}
 			if multiRound(ss) {
-				return encode(s.tasks.detailed(t, "complete"))
+				d := s.tasks.detailed(t, "complete")
+				level, after := notesWanted(p.Meta)
+				s.tasks.withNotes(d, t, level, after)
+				return encode(d)
 			}
 			return encode(&taskResult{Task: s.tasks.wire(t)})
 		}))
@@ -512,11 +551,16 @@ func (s *Server) serveTasks() {
 // principal may see it, and notes that ss holds it. A session of MCP
 // 2026-07-28 must declare the tasks extension on the request (meta).
 func (s *Server) presented(ctx context.Context, ss *sdk.ServerSession, meta sdk.Meta, id string) (*task, error) {
-	if multiRound(ss) && !declaresTasks(meta) {
-		return nil, errMissingTasks
+	if multiRound(ss) {
+		if !declaresTasks(meta) {
+			return nil, errMissingTasks
+		}
+		// A session of 2026-07-28 is bound to a task by a listen alone
+		// (tasknotify.go), the one thing it is bound for.
+		return s.tasks.find(principalFrom(ctx), id)
 	}
 	t, err := s.tasks.get(principalFrom(ctx), s.sessionID(ss), id)
-	if err == nil && !multiRound(ss) {
+	if err == nil {
 		// What the task reported that this session was not sent comes on
 		// this request's stream (tasknotes.go).
 		s.tasks.catchUp(t, ss, ctx)
@@ -545,6 +589,11 @@ func (s *Server) taskSending(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		t, _ := ctx.Value(taskKey{}).(*task)
 		if t == nil {
+			return next(ctx, method, req)
+		}
+		if ss, ok := req.GetSession().(*sdk.ServerSession); ok && multiRound(ss) {
+			// A call of 2026-07-28 sends its session something only
+			// while it is a plain call (tasknotes.go), not yet a task.
 			return next(ctx, method, req)
 		}
 		// A progress or log message is kept with the task, for a session
@@ -623,7 +672,7 @@ func (s *Server) startTask(req *sdk.CallToolRequest, spec any) (sdk.Result, erro
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.launch(req, ttl)
+	t, err := s.launch(context.Background(), req, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -649,12 +698,17 @@ func (s *Server) taskTool(name string, spec any) (time.Duration, error) {
 
 // launch makes a task of the call req and starts the call. Its questions
 // go to no session until one is attached (taskinput.go).
-func (s *Server) launch(req *sdk.CallToolRequest, ttl time.Duration) (*task, error) {
+//
+// The call takes the values of from, not its end: a call of a client of
+// MCP 2026-07-28 is a plain call until the client is given its handle, and
+// what it reports until then goes on the request that made it, which the
+// SDK finds in those values (tasknotes.go).
+func (s *Server) launch(from context.Context, req *sdk.CallToolRequest, ttl time.Duration) (*task, error) {
 	name := req.Params.Name
 	def, _ := s.e.Lookup(name)
 	// The call outlives its request: it ends with the task (cancelled, or
 	// at its TTL) or the server, never with the session that made it.
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.WithoutCancel(from))
 	t, err := s.tasks.add(principalOf(req), s.sessionID(req.Session), ttl, cancel)
 	if err != nil {
 		cancel()

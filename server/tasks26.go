@@ -173,7 +173,7 @@ func (s *Server) startTask2026(ctx context.Context, req *sdk.CallToolRequest) (r
 	}
 	// Its questions are sent to no session: they wait to be fetched with
 	// tasks/get and answered with tasks/update.
-	t, err := s.launch(req, ttl)
+	t, err := s.launch(ctx, req, ttl)
 	if err != nil {
 		return nil, false, nil
 	}
@@ -197,7 +197,17 @@ func (s *Server) startTask2026(ctx context.Context, req *sdk.CallToolRequest) (r
 			s.tasks.mu.Lock()
 			r := *t.result
 			s.tasks.mu.Unlock()
-			return &r, true, nil
+			// The SDK sends a result as it is, and 2026-07-28 asks for
+			// its resultType.
+			b, err := json.Marshal(&r)
+			if err != nil || len(b) < 2 || b[0] != '{' {
+				return &r, true, nil
+			}
+			sep := ","
+			if string(b) == "{}" {
+				sep = ""
+			}
+			return &rawResult{raw: append([]byte(`{"resultType":"complete"`+sep), b[1:]...)}, true, nil
 		}
 	case <-t.asked:
 	case <-promote:
@@ -208,6 +218,7 @@ func (s *Server) startTask2026(ctx context.Context, req *sdk.CallToolRequest) (r
 		s.tasks.discard(t)
 		return nil, true, ctx.Err()
 	}
+	t.handed.Store(true)
 	r, err := encode(s.tasks.detailed(t, "task"))
 	return r, true, err
 }

@@ -70,6 +70,10 @@ func (c *capture) received(m jsonrpc.Message) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		// No tools/list awaits its answer: the common case of a call.
+		return
+	}
 	k := idKey(r.ID)
 	if !c.pending[k] {
 		return

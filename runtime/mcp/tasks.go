@@ -396,6 +396,9 @@ func (t *taskTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	return &taskConn{Connection: c, pending: map[any]bool{}}, nil
 }
 
+// taskMetaKey is where lathe asks for a task in a call's _meta (askTask).
+var taskMetaKey = []byte(mcpconv.TaskMetaKey)
+
 type taskConn struct {
 	sdk.Connection
 	mu      sync.Mutex
@@ -403,7 +406,10 @@ type taskConn struct {
 }
 
 func (c *taskConn) Write(ctx context.Context, m jsonrpc.Message) error {
-	if r, ok := m.(*jsonrpc.Request); ok && r.Method == "tools/call" && r.ID.IsValid() {
+	// Only lathe writes the params' top level, and it writes the key as it
+	// is: params without it hold nothing to move, and are not decoded.
+	if r, ok := m.(*jsonrpc.Request); ok && r.Method == "tools/call" && r.ID.IsValid() &&
+		bytes.Contains(r.Params, taskMetaKey) {
 		if p, ok := mcpconv.MoveField(r.Params, "task", mcpconv.TaskMetaKey, true); ok {
 			cp := *r
 			cp.Params = p
