@@ -127,10 +127,12 @@ type Record struct {
 // process holds its lock past the busy timeout, the disk is full), records
 // stay queued and in the journal and are tried again, never dropped.
 //
-// Reads ([Store.List], [Store.Search]) first wait for the writer to have
-// written everything this store wrote before them, so that a store reads
-// its own writes. Another process sees a record once its batch is
-// committed, tens of milliseconds after it is written.
+// Reads ([Store.List], [Store.Search]) first wait for the writers to have
+// written everything this process wrote to the database before them,
+// through this store or another, so that a process reads its own writes;
+// and they replay the journals of processes that died. Another process sees
+// a record once its batch is committed, tens of milliseconds after it is
+// written.
 type Store struct {
 	path   string
 	key    string  // path made absolute, which names the database in this process
