@@ -872,3 +872,73 @@ func TestDeadJournalsMerged(t *testing.T) {
 		t.Errorf("journals left: %v", j)
 	}
 }
+
+// TestIDsGivenBack: a store gives back the ids of its block it did not use
+// when no one reserved after it, so that processes one after the other (a
+// lathe call each) number their records without gaps; when another store
+// reserved after it, it keeps them, so that no id is handed out twice.
+func TestIDsGivenBack(t *testing.T) {
+	path := newDB(t)
+	ctx := context.Background()
+	write := func(s *audit.Store) int64 {
+		t.Helper()
+		r := killRecord(0)
+		id, err := s.Start(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Finish(ctx, id, r); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	openAt := func() *audit.Store {
+		t.Helper()
+		s, err := audit.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var last int64
+	for i := range 3 {
+		s := openAt()
+		for range 2 {
+			id := write(s)
+			if id != last+1 {
+				t.Fatalf("process %d: id %d after %d", i, id, last)
+			}
+			last = id
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := openAt(), openAt()
+	ida := write(a)
+	idb := write(b)
+	if idb <= ida {
+		t.Fatalf("the second store's block (%d) is not after the first's (%d)", idb, ida)
+	}
+	a.Close()
+	// a's block is not given back: b reserved after it.
+	c := openAt()
+	seen := map[int64]bool{ida: true, idb: true}
+	for range 300 {
+		for _, s := range []*audit.Store{b, c} {
+			id := write(s)
+			if seen[id] || id > ida && id < idb {
+				t.Fatalf("id %d handed out again, or from the block of a closed store (%d..%d)", id, ida, idb)
+			}
+			seen[id] = true
+		}
+	}
+	b.Close()
+	c.Close()
+	s := openAt()
+	defer s.Close()
+	recs, err := s.List(ctx, audit.Filter{Limit: -1})
+	if err != nil || len(recs) != 6+2+600 {
+		t.Fatalf("%d records, %v; want %d", len(recs), err, 6+2+600)
+	}
+}
