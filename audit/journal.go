@@ -317,6 +317,10 @@ func (jf *jfile) remove() {
 // refuses it, and keeps the file.
 var ErrJournal = errors.New("not a journal of lathe's audit log")
 
+// errNewer is parseJournal's answer for the journal of a newer lathe,
+// whose lines this one may not understand: it is left for that lathe.
+var errNewer = errors.New("a journal of a newer lathe")
+
 // parseJournal reads a journal's records, a start and its finish in the
 // file merged into one entry. A last line without its newline (a crash in
 // the middle of the write) is skipped and counted in torn; any other line
@@ -332,11 +336,17 @@ func parseJournal(path string, data []byte, db string) (entries []*entry, torn i
 		data = data[i+1:]
 		var l jline
 		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
+		if n > 1 {
+			// A newer lathe's header may say more; its lines are not read.
+			dec.DisallowUnknownFields()
+		}
 		if derr := dec.Decode(&l); derr != nil || dec.More() {
 			return nil, 0, fmt.Errorf("%s:%d: %w", path, n, ErrJournal)
 		}
 		if n == 1 {
+			if l.T == journalMagic && l.V > 1 && l.DB == db {
+				return nil, 0, errNewer
+			}
 			if l.T != journalMagic || l.V != 1 || l.DB != db {
 				return nil, 0, fmt.Errorf("%s:%d: %w (its first line is not a journal's header for %s)", path, n, ErrJournal, db)
 			}
@@ -404,6 +414,11 @@ func (s *Store) recoverJournals(w *writer) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		es, n, err := parseJournal(path, data, filepath.Base(s.path))
+		if errors.Is(err, errNewer) {
+			dead = dead[:len(dead)-1]
+			f.Close()
+			continue
+		}
 		if err != nil {
 			return err
 		}

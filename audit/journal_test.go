@@ -609,6 +609,29 @@ func TestGarbageJournalRefused(t *testing.T) {
 	}
 }
 
+// TestNewerJournalLeftAlone: the journal of a newer lathe (its header says
+// a later version) may hold lines this one does not know: it neither fails
+// Open nor is replayed or removed, and waits for a lathe that reads it.
+func TestNewerJournalLeftAlone(t *testing.T) {
+	path := newDB(t)
+	p := filepath.Join(filepath.Dir(path), audit.JournalPrefix(path)+"newer")
+	body := `{"t":"lathe-audit-journal","v":2,"db":"lathe.db","extra":1}` + "\n" + `{"t":"start2","id":900,"x":1}` + "\n"
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := callIDs(t, s); len(got) != 0 {
+		t.Errorf("records from a newer journal: %+v", got)
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != body {
+		t.Errorf("the newer journal was changed: %q %v", b, err)
+	}
+}
+
 // TestTornLastLine: a crash in the middle of a line's write leaves the
 // line cut short at the end of the journal; it is skipped and counted, the
 // lines before it replayed.
