@@ -16,6 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lathe-tools/lathe/internal/jsonscan"
 )
 
 // The HTTP face's own path for tools/call.
@@ -151,6 +153,22 @@ func (fc *fastCall) out() *callStream {
 // any case as encoding/json would match struct fields.
 type message map[string]json.RawMessage
 
+// readMessage reads the JSON object b into a message: the message
+// json.Unmarshal would make of it (each key as written, escapes decoded, the
+// last of a repeated key kept), without decoding each member apart. The
+// members are slices of b, which the caller keeps unchanged. False for
+// anything but an object.
+func readMessage(b []byte) (message, bool) {
+	if !json.Valid(b) {
+		return nil, false
+	}
+	m := message{}
+	if jsonscan.Members(b, 0, func(key string, vs, ve int) { m[key] = json.RawMessage(b[vs:ve:ve]) }) != nil {
+		return nil, false
+	}
+	return m, true
+}
+
 func (m message) str(key string) (string, bool) {
 	raw, ok := m[key]
 	if !ok {
@@ -188,9 +206,8 @@ func (s *Server) serveCalls(next http.Handler) http.Handler {
 		id := r.Header.Get("Mcp-Session-Id")
 		if r.Method == http.MethodPost && sessionless(r) {
 			// A client of MCP 2026-07-28 (http26.go).
-			var m message
 			body, ok := heldBytes(r)
-			if ok && json.Unmarshal(body, &m) == nil {
+			if m, read := readMessage(body); ok && read {
 				if method, _ := m.str("method"); method == "tools/call" && s.serveCall26(w, r, m) {
 					return
 				}
@@ -208,8 +225,8 @@ func (s *Server) serveCalls(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		var m message
-		if json.Unmarshal(body, &m) != nil {
+		m, read := readMessage(body)
+		if !read {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -248,8 +265,11 @@ func (s *Server) serveCalls(next http.Handler) http.Handler {
 // is absent or names such a version the server speaks, and none of the
 // headers of 2026-07-28 that name the method and its parameters.
 func plainPOST(r *http.Request) bool {
-	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
-		return false
+	// The common header as it is written, without parsing it.
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		if ct, _, err := mime.ParseMediaType(ct); err != nil || ct != "application/json" {
+			return false
+		}
 	}
 	if !acceptsBoth(r.Header.Values("Accept")) || len(r.Header.Values("Last-Event-ID")) > 0 {
 		return false
@@ -294,7 +314,7 @@ func toolCall(m message, extra ...string) (key, name string, p message, args jso
 	if key, ok = idKey(m["id"]); !ok {
 		return
 	}
-	if json.Unmarshal(m["params"], &p) != nil {
+	if p, ok = readMessage(m["params"]); !ok {
 		return "", "", nil, nil, false
 	}
 	if name, ok = p.str("name"); !ok {

@@ -12,6 +12,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/lathe-tools/lathe/internal/jsonscan"
 )
 
 // The direct path: a plain tools/call to a server over stdio, written by
@@ -202,7 +204,7 @@ func decodeResult(raw json.RawMessage) (*sdk.CallToolResult, error) {
 func textResult(raw []byte) (res *sdk.CallToolResult, ok bool) {
 	var content []byte
 	isError, plain := false, true
-	if members(raw, 0, func(key string, vs, ve int) {
+	if jsonscan.Members(raw, 0, func(key string, vs, ve int) {
 		switch v := raw[vs:ve]; key {
 		case "content":
 			content = v
@@ -222,12 +224,12 @@ func textResult(raw []byte) (res *sdk.CallToolResult, ok bool) {
 		return nil, false
 	}
 	blocks := []sdk.Content{}
-	if elements(content, func(vs, ve, _ int) {
+	if jsonscan.Elements(content, func(vs, ve, _ int) {
 		if !plain {
 			return
 		}
 		var typ, text []byte
-		if members(content[vs:ve], 0, func(key string, ks, ke int) {
+		if jsonscan.Members(content[vs:ve], 0, func(key string, ks, ke int) {
 			switch v := content[vs+ks : vs+ke]; key {
 			case "type":
 				typ = v

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/lathe-tools/lathe/internal/mcpconv"
 )
 
 // Which call a server's request is for, over streamable HTTP. MCP before
@@ -45,9 +47,55 @@ func newNonce() string {
 	return hex.EncodeToString(b[:])
 }
 
+// Which call a server's request is for, by its task (MCP 2025-11-25). A
+// server asks what a task needs while lathe waits in tasks/result for it,
+// and names the task in the request's _meta (mcpconv.RelatedTaskKey), as
+// the protocol asks. The task's ID is the server's answer to one of
+// lathe's calls, so it names that call, over stdio too. A server may send
+// the request before lathe has read the task's handle: the ID is then kept
+// in ctx (relatedTask) for attribute, which places the request once the
+// call has its task.
+
+// relatedTask carries, in a request's ctx, the task the request names.
+type relatedTask struct{}
+
+// taskOf returns the ID of the task meta names, if any.
+func taskOf(meta map[string]any) string {
+	rt, _ := meta[mcpconv.RelatedTaskKey].(map[string]any)
+	id, _ := rt["taskId"].(string)
+	return id
+}
+
+// byTaskLocked finds the one call in flight whose task is id; 0 when none
+// or several are (a server that gave two calls one ID names neither).
+// s.mu is held.
+func (s *server) byTaskLocked(id string, among func(uint64) bool) uint64 {
+	var found uint64
+	for cid, f := range s.inflight {
+		if f.task != id || !among(cid) {
+			continue
+		}
+		if found != 0 {
+			return 0
+		}
+		found = cid
+	}
+	return found
+}
+
 // named returns ctx naming the call that meta's mark names, if the mark is
-// the server's own; else ctx as it is.
+// the server's own, or the call whose task meta names; else ctx as it is,
+// with the task it names, if any, for attribute.
 func (s *server) named(ctx context.Context, meta map[string]any) context.Context {
+	if task := taskOf(meta); task != "" {
+		s.mu.Lock()
+		id := s.byTaskLocked(task, func(uint64) bool { return true })
+		s.mu.Unlock()
+		if id != 0 {
+			return context.WithValue(ctx, inflightKey{}, id)
+		}
+		ctx = context.WithValue(ctx, relatedTask{}, task)
+	}
 	v, _ := meta[relatedKey].(string)
 	nonce, id, ok := strings.Cut(v, ":")
 	if !ok || s.nonce == "" || subtle.ConstantTimeCompare([]byte(nonce), []byte(s.nonce)) != 1 {

@@ -48,6 +48,11 @@ const (
 // into those same requests for an older client. A server that speaks only
 // 2026-07-28 answers initialize with it, and lathe then speaks it, the
 // SDK answering the input requests of its calls through the same handlers.
+//
+// This is the version asked over stdio. Over streamable HTTP lathe asks
+// for the newest, 2026-07-28, as the SDK's own client does, and falls back
+// to this one with a server that does not speak it (see upstreamVersion in
+// tasks.go).
 const UpstreamProtocolVersion = "2025-11-25"
 
 // upTool is a tool as one server offers it.
@@ -102,6 +107,10 @@ type server struct {
 	unnamed atomic.Bool
 	turn    chan struct{}
 	waiters map[string]int
+	// held are the questions naming no call that wait to be placed, by
+	// the order they came in (turns.go).
+	held     map[uint64]bool
+	nextHeld uint64
 }
 
 // session is one connection to the server: a process or an HTTP session.
@@ -137,6 +146,11 @@ type inflight struct {
 	// taken to be the one a request naming no call is for.
 	session string
 	shared  bool
+	// task is the ID of the upstream task the call became (MCP
+	// 2025-11-25), which the server's requests for it name (related.go);
+	// taskPending says the call may become one, its answer not yet read.
+	task        string
+	taskPending bool
 }
 
 // How long a call that ended still counts, for the attribution of what a
@@ -346,7 +360,7 @@ func (s *server) start() (*session, []upTool, error) {
 	if sess.conns == nil {
 		t = &directTransport{inner: t, made: func(c *directConn) { sess.direct = c }}
 	}
-	cs, err := s.client.Connect(ctx, t, &sdk.ClientSessionOptions{ProtocolVersion: UpstreamProtocolVersion})
+	cs, err := s.client.Connect(ctx, t, &sdk.ClientSessionOptions{ProtocolVersion: upstreamVersion(s.cfg)})
 	if err != nil {
 		sess.shut()
 		return nil, nil, s.startError("starting", ctx, err)
@@ -928,8 +942,9 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 	if err != nil {
 		return nil, err
 	}
-	ctx = s.named(ctx, req.Params.Meta) // related.go
-	s.noteUnnamed(ctx)                  // turns.go
+	ctx = s.named(ctx, req.Params.Meta)                                                   // related.go
+	s.noteUnnamed(ctx)                                                                    // turns.go
+	ctx, unplaced := s.attribute(ctx, func(h tool.Hooks) bool { return h.Elicit != nil }) // turns.go
 	id, f := s.caller(ctx)
 	if f != nil && len(f.answers) > 0 {
 		if res, q, err := elicitFromAnswers(r, f.answers); err == nil && q == nil {
@@ -939,6 +954,9 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 	hctx, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Elicit != nil })
 	defer release()
 	if !ok {
+		if f == nil && unplaced != nil {
+			return nil, unplaced
+		}
 		if f == nil {
 			return nil, errors.New("lathe cannot ask anyone: the caller offers no way to answer an elicitation, " +
 				"and the server did not say which of its calls under way it is for")
@@ -966,10 +984,14 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 }
 
 func (s *server) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
-	ctx = s.named(ctx, req.Params.Meta) // related.go
-	s.noteUnnamed(ctx)                  // turns.go
+	ctx = s.named(ctx, req.Params.Meta)                                                   // related.go
+	s.noteUnnamed(ctx)                                                                    // turns.go
+	ctx, unplaced := s.attribute(ctx, func(h tool.Hooks) bool { return h.Sample != nil }) // turns.go
 	ctx, h, release, ok := s.claimant(ctx, func(h tool.Hooks) bool { return h.Sample != nil })
 	defer release()
+	if !ok && unplaced != nil {
+		return nil, unplaced
+	}
 	if !ok {
 		return nil, errors.New("lathe cannot sample: the caller offers no model")
 	}

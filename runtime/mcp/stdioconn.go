@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/lathe-tools/lathe/internal/jsonscan"
 )
 
 // stdioConn is lathe's side of a session with a server over its standard
@@ -179,7 +181,7 @@ func decodeMessage(b []byte) (jsonrpc.Message, error) {
 	if !json.Valid(b) {
 		return nil, fmt.Errorf("the server wrote a line that is not JSON: %q", excerpt(b))
 	}
-	start := skipSpace(b, 0)
+	start := jsonscan.SkipSpace(b, 0)
 	if b[start] == '[' {
 		return nil, errors.New("the server sent a JSON-RPC batch, which MCP has not had since 2025-06-18")
 	}
@@ -187,7 +189,7 @@ func decodeMessage(b []byte) (jsonrpc.Message, error) {
 		return nil, fmt.Errorf("the server wrote a line that is not a JSON-RPC message: %q", excerpt(b))
 	}
 	var version, id, method, params, result, rerr []byte
-	if err := members(b, start, func(key string, vs, ve int) {
+	if err := jsonscan.Members(b, start, func(key string, vs, ve int) {
 		switch key {
 		case "jsonrpc":
 			version = b[vs:ve]

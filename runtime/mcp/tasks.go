@@ -56,6 +56,27 @@ const extTasks = "io.modelcontextprotocol/tasks"
 // tasksFrom is the first protocol version whose tasks are the extension.
 const tasksFrom = "2026-07-28"
 
+// upstreamHTTPVersion is the MCP version lathe asks an upstream server
+// over streamable HTTP for: the newest, as the SDK's own client does. The
+// SDK asks first with server/discover. A server that does not know it
+// refuses it, as does go-sdk's handler with sessions (it serves
+// 2026-07-28 only without them), and the SDK falls back to initialize
+// with 2025-11-25, where such a server sends its requests during the call.
+// A server that does serve 2026-07-28 over HTTP does so without sessions
+// (go-sdk's stateless handler): it has no way to send lathe a request
+// during a call under any version, and asks by answering the call with
+// input requests, which only 2026-07-28 lets it do. Over stdio lathe asks
+// for [UpstreamProtocolVersion] instead.
+const upstreamHTTPVersion = "2026-07-28"
+
+// upstreamVersion is the version lathe asks the server of cfg for.
+func upstreamVersion(cfg Config) string {
+	if len(cfg.Command) == 0 {
+		return upstreamHTTPVersion
+	}
+	return UpstreamProtocolVersion
+}
+
 // tasks26 reports whether cs speaks a version whose tasks are the
 // extension's.
 func tasks26(cs *sdk.ClientSession) bool {
@@ -177,7 +198,14 @@ func (s *server) callTask(ctx context.Context, sess *session, params *sdk.CallTo
 		res *sdk.CallToolResult
 		err error
 	}
+	s.noteTask(ctx, "", true)
 	sendCtx, done := createContext(ctx)
+	if !mayBecomeTask(sess.cs, params) {
+		// No handle can be lost: the call ends with the caller's, and a
+		// server of 2026-07-28 over HTTP learns of it at once, as its
+		// request closes.
+		sendCtx, done = context.WithCancel(ctx)
+	}
 	ch := make(chan answer, 1)
 	go func() {
 		r, err := sess.cs.CallTool(sendCtx, params)
@@ -204,6 +232,22 @@ func (s *server) callTask(ctx context.Context, sess *session, params *sdk.CallTo
 		})
 		return nil, ctx.Err()
 	}
+}
+
+// mayBecomeTask reports whether the server of cs may answer the call of
+// params with a task: lathe asked for one (MCP 2025-11-25), or the server
+// declared the tasks extension (2026-07-28); a server that did not, did
+// not agree to make tasks.
+func mayBecomeTask(cs *sdk.ClientSession, params *sdk.CallToolParams) bool {
+	if _, asked := params.Meta[mcpconv.TaskMetaKey]; asked {
+		return true
+	}
+	ir := cs.InitializeResult()
+	if ir == nil || ir.Capabilities == nil {
+		return false
+	}
+	_, ok := ir.Capabilities.Extensions[extTasks]
+	return ok
 }
 
 // createContext is the context of a task-augmented tools/call: it ends
@@ -240,6 +284,7 @@ func askTask(ctx context.Context, params *sdk.CallToolParams) {
 func (s *server) awaitTask(ctx context.Context, sess *session, res *sdk.CallToolResult) (*sdk.CallToolResult, error) {
 	raw, ok := res.Meta[mcpconv.TaskMetaKey]
 	if !ok {
+		s.noteTask(ctx, "", false)
 		return res, nil
 	}
 	var tk mcpconv.Task
@@ -247,6 +292,7 @@ func (s *server) awaitTask(ctx context.Context, sess *session, res *sdk.CallTool
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("the server answered with a task lathe cannot read: %v", raw)}
 	}
+	s.noteTask(ctx, tk.TaskID, false)
 	if tasks26(sess.cs) {
 		r, err := s.pollTask(ctx, sess, tk.TaskID)
 		if err != nil && ctx.Err() != nil {
@@ -261,6 +307,23 @@ func (s *server) awaitTask(ctx context.Context, sess *session, res *sdk.CallTool
 		s.cancelTask(sess, tk.TaskID)
 	}
 	return r, err
+}
+
+// noteTask notes that the call of ctx became the upstream task id (none
+// when id is empty), which the server's requests for the call then name
+// (related.go), or, pending, that it may become one; and wakes the
+// requests that named a task before lathe knew whose it was.
+func (s *server) noteTask(ctx context.Context, id string, pending bool) {
+	cid, ok := ctx.Value(inflightKey{}).(uint64)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.inflight[cid]; f != nil {
+		f.task, f.taskPending = id, pending
+		s.nextTurnLocked()
+	}
 }
 
 // Bounds of the polling of an upstream task (MCP 2026-07-28): the server's

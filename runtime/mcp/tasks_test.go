@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -56,6 +57,14 @@ func serveTasks() {
 					return "", errors.New("stopped")
 				}
 				return "went on", nil
+			})),
+		builtin.Must(builtin.Func(tool.Definition{Name: "confirm_for", Summary: "Ask first, about someone."},
+			func(ctx context.Context, a in) (string, error) {
+				v, err := builtin.Ask(ctx, tool.Question{ID: "sure", Text: "Go on for " + a.Word + "?", Kind: tool.QuestionBoolean})
+				if err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("went on for %s: %v", a.Word, builtin.AnswerBool(v)), nil
 			})),
 		builtin.Must(builtin.Func(tool.Definition{Name: "block", Summary: "Wait to be cancelled."},
 			func(ctx context.Context, _ struct{}) (string, error) {
@@ -174,7 +183,9 @@ func TestUpstreamTaskCancel(t *testing.T) {
 	}
 }
 
-// Over HTTP, too: the upstream is a lathe server in this process.
+// Over HTTP, too: the upstream is a lathe server in this process, which
+// refuses requests of MCP 2026-07-28 as a server with sessions of go-sdk
+// does, so that lathe falls back to 2025-11-25 and its tasks.
 func TestUpstreamTaskHTTP(t *testing.T) {
 	ue := lathe.New(lathe.Options{Timeout: 20 * time.Second})
 	cancelled := make(chan struct{}, 1)
@@ -213,6 +224,10 @@ func TestUpstreamTaskHTTP(t *testing.T) {
 			seen = append(seen, m.Method)
 			mu.Unlock()
 		}
+		if r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" {
+			http.Error(w, "Bad Request: this server has sessions, and speaks 2025-11-25 at most", http.StatusBadRequest)
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		h.ServeHTTP(w, r)
 	}))
@@ -231,7 +246,8 @@ func TestUpstreamTaskHTTP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	r := mustOK(t, call(t, ctx, e, "up__slow", `{"word":"hi"}`))
-	if r.Text() != "through: hi" || !saw("tools/call+task") || !saw("tasks/result") || saw("tools/call") {
+	if r.Text() != "through: hi" || !saw("server/discover") || !saw("initialize") || !saw("tools/call+task") ||
+		!saw("tasks/result") || saw("tools/call") {
 		t.Errorf("result %q; the upstream saw %v", r.Text(), seen)
 	}
 

@@ -1,6 +1,13 @@
 package mcp
 
-import "context"
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/lathe-tools/lathe/tool"
+)
 
 // Turns. A server that asks its client something (an elicitation, a
 // sampling request) without naming the call it is for — MCP before
@@ -88,11 +95,196 @@ func (s *server) myTurnLocked(session string) bool {
 	return true
 }
 
-// nextTurnLocked wakes the calls that wait for their turn, after a call
-// ended. s.mu is held.
+// nextTurnLocked wakes the calls that wait for their turn, and the
+// questions that wait to be placed (see attribute), after a call ended or
+// a question came or left. s.mu is held.
 func (s *server) nextTurnLocked() {
 	if s.turn != nil {
 		close(s.turn)
 		s.turn = nil
 	}
+}
+
+// Placing a question that names no call. The first such question of a
+// server may come while calls of several clients are in flight (they do
+// not take turns yet), and later ones while a call of another client may
+// still be worked on (it was abandoned: cancelled, timed out). Such a
+// question is not guessed at: it waits, within the lives of the calls it
+// may be for, until what has happened since tells whose it is.
+//
+//   - Its candidates are the calls in flight when it came: a call that
+//     begins later was sent after it, and cannot be what it is for.
+//   - A candidate the server answers is not waiting for it (a server asks
+//     in the course of a call, and answers the call once it has its
+//     answer), and drops out. A candidate that ends without the server's
+//     answer stays a suspect (the server may still be at work on it), as a
+//     call of another session abandoned shortly before (lingerAbandoned)
+//     does.
+//   - When the candidates still in flight, and the suspects, are all of one
+//     client, the question is that client's: it is put to that client,
+//     through its one call left, or, through the hooks of its earliest one,
+//     when every one of them can be asked and none holds answers of its
+//     own (a question ends a call only when it names which).
+//   - When every candidate still in flight may itself be waiting for a
+//     question that waits (as many questions wait as candidates are in
+//     flight), no call will end to tell whose it is: the oldest question
+//     is refused, saying why, so that its call ends, and the others can
+//     then be placed. (A server that asks two questions at once in one
+//     call may so see one refused that waiting would have placed: a
+//     refusal costs a call, a wrong guess another person's question.)
+//
+// This rests on what a server does in the course of a call: it asks, and
+// answers the call once it has the answer. A server that asks in the
+// background about a call it has answered cannot be told, over stdio
+// before 2026-07-28, from one that asks for the call in flight.
+//
+// A question waits no longer than the server waits for it (the SDK ends
+// the request when the server cancels it or the session ends) and no
+// longer than its candidates are in flight.
+
+// errUnplaced refuses a question lathe could not place.
+var errUnplaced = errors.New("lathe cannot tell which of the calls under way this question of the server is for: " +
+	"several calls were in flight when it came, and each may be waiting for a question; " +
+	"it was shown to no one. From now on the server's calls of different clients take turns: call again")
+
+// errNoCandidate refuses a question whose candidates all ended.
+var errNoCandidate = errors.New("lathe cannot tell which call this question of the server is for: " +
+	"the calls under way when it came have ended, and it was shown to no one")
+
+// placed names in ctx the call a question is for (inflightKey), or none
+// (id 0, which names no call).
+func placed(ctx context.Context, id uint64) context.Context {
+	return context.WithValue(ctx, inflightKey{}, id)
+}
+
+// attribute returns ctx naming the call the server's question (an
+// elicitation or a sampling request) is for, once that can be known (see
+// above); has says whether a call's hooks can put the question. A question
+// that names its call is returned as it is. One that can be placed on no
+// call names none, and err says why, unless no call was in flight when it
+// came (it is then a question of no call, for the pool's own hooks).
+func (s *server) attribute(ctx context.Context, has func(tool.Hooks) bool) (_ context.Context, err error) {
+	if _, ok := ctx.Value(inflightKey{}).(uint64); ok {
+		return ctx, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	candidates := make([]uint64, 0, len(s.inflight))
+	for id := range s.inflight {
+		candidates = append(candidates, id)
+	}
+	if len(candidates) == 0 {
+		return placed(ctx, 0), nil
+	}
+	slices.Sort(candidates)
+	if s.held == nil {
+		s.held = map[uint64]bool{}
+	}
+	s.nextHeld++
+	me := s.nextHeld
+	s.held[me] = true
+	s.nextTurnLocked()
+	defer func() {
+		delete(s.held, me)
+		s.nextTurnLocked()
+	}()
+	for {
+		now := time.Now()
+		var alive []uint64
+		clients := map[string]bool{}
+		for _, id := range candidates {
+			if f := s.inflight[id]; f != nil {
+				alive = append(alive, id)
+				clients[f.session] = true
+			}
+		}
+		running := len(clients)
+		var expiry time.Time
+		for sid, until := range s.abandoned {
+			if until.After(now) && !clients[sid] {
+				clients[sid] = true
+				if expiry.IsZero() || until.Before(expiry) {
+					expiry = until
+				}
+			}
+		}
+		if task, _ := ctx.Value(relatedTask{}).(string); task != "" {
+			// The question names a task: its call is one that may
+			// become a task and whose answer lathe has not read yet, and
+			// no other. When no such call is left (the task's call
+			// ended, and the server asks again, a copy of a question
+			// already answered, say), it names no call in flight: none
+			// of those calls is a candidate, however alone.
+			if id := s.byTaskLocked(task, func(id uint64) bool { return slices.Contains(alive, id) }); id != 0 {
+				return placed(ctx, id), nil
+			}
+			if !slices.ContainsFunc(alive, func(id uint64) bool { return s.inflight[id].taskPending }) {
+				return placed(ctx, 0), errNoCandidate
+			}
+		} else {
+			switch {
+			case len(alive) == 0:
+				return placed(ctx, 0), errNoCandidate
+			case len(clients) == 1 && len(alive) == 1:
+				return placed(ctx, alive[0]), nil
+			case len(clients) == 1 && s.askableLocked(alive, has):
+				return placed(ctx, alive[0]), nil
+			case len(s.held) >= len(alive) && s.oldestHeldLocked() == me && (running > 1 || expiry.IsZero()):
+				// (A suspect of another client that lingers still lets
+				// the question wait for the end of its linger.)
+				return placed(ctx, 0), errUnplaced
+			}
+		}
+		if s.turn == nil {
+			s.turn = make(chan struct{})
+		}
+		turn := s.turn
+		// A suspect that lingers stops being one when its linger ends.
+		var linger *time.Timer
+		var lingered <-chan time.Time
+		if !expiry.IsZero() {
+			linger = time.NewTimer(expiry.Sub(now))
+			lingered = linger.C
+		}
+		s.mu.Unlock()
+		select {
+		case <-turn:
+		case <-lingered:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-s.ctx.Done():
+			err = errors.New("the MCP server's pool is closing")
+		}
+		if linger != nil {
+			linger.Stop()
+		}
+		s.mu.Lock()
+		if err != nil {
+			return placed(ctx, 0), err
+		}
+	}
+}
+
+// askableLocked reports whether each of the calls ids can put a question
+// through its hooks, and none holds answers of its own. s.mu is held.
+func (s *server) askableLocked(ids []uint64, has func(tool.Hooks) bool) bool {
+	for _, id := range ids {
+		f := s.inflight[id]
+		if !has(f.hooks) || len(f.answers) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// oldestHeldLocked is the first of the questions waiting to be placed.
+// s.mu is held.
+func (s *server) oldestHeldLocked() uint64 {
+	var oldest uint64
+	for q := range s.held {
+		if oldest == 0 || q < oldest {
+			oldest = q
+		}
+	}
+	return oldest
 }

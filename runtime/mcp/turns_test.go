@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -35,6 +36,59 @@ func serveAsker() {
 			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{
 				Text: fmt.Sprintf("secret of %s, answered by %v", in.Who, res.Content["name"])}}}, nil, nil
+		})
+	// "meet" waits until two of its calls are in flight at once, so that
+	// a question comes while both are; then each call asks the caller
+	// about its secret (ask), asks its model (sample), or neither, and
+	// ends a while (hold, in milliseconds) later.
+	var mu sync.Mutex
+	met := make(chan struct{})
+	arrived := 0
+	sdk.AddTool(srv, &sdk.Tool{Name: "meet", Description: "Meet another call, then ask."},
+		func(ctx context.Context, req *sdk.CallToolRequest, in struct {
+			Who    string `json:"who"`
+			Ask    bool   `json:"ask,omitempty"`
+			Sample bool   `json:"sample,omitempty"`
+			Hold   int    `json:"hold,omitempty"`
+			// Stubborn asks on even once the call is cancelled, as a
+			// server still at work on a call it was told to cancel.
+			Stubborn bool `json:"stubborn,omitempty"`
+		}) (*sdk.CallToolResult, any, error) {
+			mu.Lock()
+			wait := met
+			if arrived++; arrived == 2 {
+				close(met)
+				met, arrived = make(chan struct{}), 0
+			}
+			mu.Unlock()
+			select {
+			case <-wait:
+			case <-time.After(10 * time.Second):
+				return nil, nil, errors.New("no other call came within 10s")
+			}
+			out := in.Who + ": asked nothing"
+			switch {
+			case in.Ask:
+				askCtx := ctx
+				if in.Stubborn {
+					askCtx = context.WithoutCancel(ctx)
+				}
+				res, err := req.Session.Elicit(askCtx, &sdk.ElicitParams{Message: "Who asks about the secret of " + in.Who + "?",
+					RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)})
+				if err != nil {
+					return nil, nil, err
+				}
+				out = fmt.Sprintf("secret of %s, answered by %v", in.Who, res.Content["name"])
+			case in.Sample:
+				res, err := req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 10,
+					Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "summarize the secret of " + in.Who}}}})
+				if err != nil {
+					return nil, nil, err
+				}
+				out = fmt.Sprintf("secret of %s, sampled by %s", in.Who, res.Model)
+			}
+			time.Sleep(time.Duration(in.Hold) * time.Millisecond)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: out}}}, nil, nil
 		})
 	if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
