@@ -181,6 +181,8 @@ func (a *API) handleEvents(w http.ResponseWriter, r *http.Request, _ *caller) {
 		return
 	}
 	defer a.hub.remove(st)
+	a.watch(1)
+	defer a.watch(-1)
 	out, ok := startSSE(w)
 	if !ok {
 		return

@@ -118,6 +118,11 @@ type API struct {
 	mu        sync.Mutex // orders Replace and Close
 	stopQueue func()
 	closed    bool
+
+	// watchMu guards watchers, the event streams open, and each
+	// generation's progress subscription, which lives while one is.
+	watchMu  sync.Mutex
+	watchers int
 }
 
 // generation is the engine the API serves and what belongs to its
@@ -127,6 +132,9 @@ type generation struct {
 	calls *Calls
 	red   *audit.Redactor
 	stop  func() // ends the subscription to the engine's events
+	// progress ends the subscription to its progress, nil when there is
+	// none (guarded by API.watchMu).
+	progress func()
 }
 
 // g returns what the API serves now.
@@ -186,11 +194,51 @@ func (a *API) follow(opts Options) (*generation, error) {
 	if g.calls == nil {
 		g.calls = newCalls(200, g.red)
 	}
-	g.stop = opts.Engine.Subscribe(func(ev lathe.Event) {
+	// Every kind but progress, which is followed while an event stream is
+	// open (watch).
+	stop := opts.Engine.Subscribe(g.deliver(a), lathe.EventToolsChanged, lathe.EventCallStarted,
+		lathe.EventApprovalAsked, lathe.EventApprovalAnswered, lathe.EventCallFinished, lathe.EventOperation)
+	g.stop = func() {
+		stop()
+		a.watchMu.Lock()
+		defer a.watchMu.Unlock()
+		if g.progress != nil {
+			g.progress()
+			g.progress = nil
+		}
+	}
+	if a.watchers > 0 {
+		g.progress = opts.Engine.Subscribe(g.deliver(a), lathe.EventProgress)
+	}
+	return g, nil
+}
+
+// deliver is how the generation takes the engine's events: into its live
+// calls, and out on the event streams.
+func (g *generation) deliver(a *API) func(lathe.Event) {
+	return func(ev lathe.Event) {
 		g.calls.event(ev)
 		a.hub.publish(engineEvent(ev))
-	})
-	return g, nil
+	}
+}
+
+// watch counts an event stream opened (+1) or closed (-1). A call's
+// progress is followed only while one is open: the engine then gives every
+// call a progress hook, and lathe asks each upstream server for progress
+// (a progress token in every tools/call, which a server decodes and may
+// answer with notifications); with nobody to see it, nobody is asked.
+func (a *API) watch(delta int) {
+	a.watchMu.Lock()
+	defer a.watchMu.Unlock()
+	a.watchers += delta
+	g := a.g()
+	switch {
+	case a.watchers > 0 && g.progress == nil:
+		g.progress = g.Engine.Subscribe(g.deliver(a), lathe.EventProgress)
+	case a.watchers == 0 && g.progress != nil:
+		g.progress()
+		g.progress = nil
+	}
 }
 
 // Replace serves what a reload made: opts.Engine, and its Policy, Grants,
@@ -211,11 +259,17 @@ func (a *API) Replace(opts Options) error {
 	next := old.Options
 	next.Engine, next.Policy, next.Grants, next.Audit, next.Upstreams = opts.Engine, opts.Policy, opts.Grants, opts.Audit, opts.Upstreams
 	next.Redactor, next.Calls = opts.Redactor, opts.Calls
+	// Under watchMu, so that a stream opened meanwhile finds the
+	// generation its progress belongs to.
+	a.watchMu.Lock()
 	g, err := a.follow(next)
+	if err == nil {
+		a.gen.Store(g)
+	}
+	a.watchMu.Unlock()
 	if err != nil {
 		return err
 	}
-	a.gen.Store(g)
 	old.stop()
 	// The tools may all have changed: a page lists them again.
 	a.hub.publish(Event{Kind: string(lathe.EventToolsChanged), Time: time.Now()})

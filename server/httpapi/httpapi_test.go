@@ -36,6 +36,7 @@ type fixture struct {
 	store *audit.Store
 	wiped atomic.Int32 // runs of the destructive tool "wipe"
 	echos atomic.Int32 // runs of the read-only tool "echo"
+	e     *lathe.Engine
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -78,9 +79,15 @@ func newFixture(t *testing.T) *fixture {
 			}
 			return in.Text, nil
 		}))
-	if err := e.Register(wipe, echo); err != nil {
+	// watched says whether anybody follows its progress.
+	watched := builtin.Must(builtin.Func(tool.Definition{Name: "watched", Annotations: tool.Annotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ struct{}) (string, error) {
+			return fmt.Sprint(tool.HooksFrom(ctx).Progress != nil), nil
+		}))
+	if err := e.Register(wipe, echo, watched); err != nil {
 		t.Fatal(err)
 	}
+	f.e = e
 	api, err := httpapi.New(httpapi.Options{Engine: e, Token: token, Approvals: f.queue, Redactor: red, Calls: calls,
 		Audit: func() (*audit.Store, error) { return store, nil }, LoginDelay: 50 * time.Millisecond})
 	if err != nil {
@@ -351,7 +358,7 @@ func TestCookieWithoutCSRFIsRefused(t *testing.T) {
 		t.Fatal("a call without the CSRF value ran")
 	}
 	var tools struct{ Tools []httpapi.Tool }
-	if st := c.do("GET", "/api/tools", nil, &tools); st != 200 || len(tools.Tools) != 2 {
+	if st := c.do("GET", "/api/tools", nil, &tools); st != 200 || len(tools.Tools) != 3 {
 		t.Errorf("GET with the cookie: status %d, %d tools", st, len(tools.Tools))
 	}
 	if st := c.do("POST", "/api/calls", call, nil); st != 200 || f.echos.Load() != 1 {
@@ -815,4 +822,50 @@ func TestBodyMustBeDeclaredJSON(t *testing.T) {
 	if f.echos.Load() != 0 {
 		t.Errorf("echo ran for a body not declared JSON")
 	}
+}
+
+// TestProgressFollowedWhileWatched: the engine's calls report progress to
+// the API only while an event stream is open (the page, or a program
+// watching): then a call's progress is shown and sent on the stream, and
+// lathe asks an upstream server for it; with none open no call, and no
+// upstream, is asked for progress that nobody would see.
+func TestProgressFollowedWhileWatched(t *testing.T) {
+	f := newFixture(t)
+	watched := func() string {
+		out := f.e.Call(context.Background(), &tool.Call{Name: "watched", Arguments: json.RawMessage(`{}`)})
+		if out.Result == nil {
+			t.Fatalf("watched: %+v", out)
+		}
+		return out.Result.Text()
+	}
+	waitWatched := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for watched() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("a call's progress followed: %s, want %s", watched(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if got := watched(); got != "false" {
+		t.Errorf("with no event stream open, a call's progress is followed")
+	}
+	c := f.login(t)
+	resp := c.request("GET", "/api/events", nil, nil)
+	ch := make(chan [2]string, 64)
+	go readEvents(resp.Body, ch)
+	waitWatched("true")
+	f.e.Call(context.Background(), &tool.Call{Name: "echo", Arguments: json.RawMessage(`{"text":"x","steps":2}`)})
+	timeout := time.After(10 * time.Second)
+	for seen := false; !seen; {
+		select {
+		case ev := <-ch:
+			seen = ev[0] == "progress"
+		case <-timeout:
+			t.Fatal("no progress event on the open stream within 10s")
+		}
+	}
+	resp.Body.Close()
+	waitWatched("false")
 }
