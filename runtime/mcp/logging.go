@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lathe-tools/lathe/tool"
 )
 
 // Logging. A server's log level is one for all of lathe's clients, since
@@ -271,8 +273,13 @@ func (s *server) forgetSession(cs *sdk.ClientSession) {
 const metaLevelFrom = "2026-07-28"
 
 // levelInMeta is a sending middleware of the server's client: under
-// protocol versions from [metaLevelFrom] on, it puts the level the server
-// should have into each request's _meta.
+// protocol versions from [metaLevelFrom] on, it puts into each request's
+// _meta the level of the call it is sent for, when the call's caller names
+// one ([tool.Hooks].LogLevel: a client of lathe's of 2026-07-28 names it in
+// its own request), and else the level the server should have. The
+// messages a request's _meta asks for are those of that request, which
+// reach that call's caller alone: the levels of other clients, and the
+// configured one, have nothing to add to them.
 func (s *server) levelInMeta(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		cs, ok := req.GetSession().(*sdk.ClientSession)
@@ -283,7 +290,11 @@ func (s *server) levelInMeta(next sdk.MethodHandler) sdk.MethodHandler {
 		if ir := cs.InitializeResult(); ir == nil || ir.ProtocolVersion < metaLevelFrom {
 			return next(ctx, method, req)
 		}
-		if level := s.logLevel(); level != "" {
+		level := s.logLevel()
+		if l := tool.HooksFrom(ctx).LogLevel; ValidLogLevel(l) {
+			level = sdk.LoggingLevel(l)
+		}
+		if level != "" {
 			meta := maps.Clone(params.GetMeta())
 			if meta == nil {
 				meta = map[string]any{}
