@@ -103,23 +103,12 @@ func (s *Store) StartAccess(ctx context.Context, a *Access, r *Redactor) (finish
 		args = r.Redact(b)
 	}
 	start := time.Now()
-	rec := &Record{Time: start, Tool: redactURI(r, a.Name), Arguments: args, ArgsBytes: len(args), PID: os.Getpid()}
-	var id int64
-	err = s.do(func(w *writer) error {
-		res, err := w.conn.ExecContext(context.Background(),
-			`INSERT INTO calls (time_ns, tool, arguments, status, args_bytes, pid, kind, session, server)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			rec.Time.UnixNano(), rec.Tool, rec.Arguments, StatusStarted, rec.ArgsBytes, rec.PID, a.Kind, a.Session, a.Server)
-		if err != nil {
-			return err
-		}
-		id, err = res.LastInsertId()
-		return err
-	})
+	rec := &Record{Time: start, Tool: redactURI(r, a.Name), Arguments: args, ArgsBytes: len(args), PID: os.Getpid(),
+		Kind: a.Kind, Session: a.Session, Server: a.Server}
+	id, err := s.Start(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
-	s.open.Add(1)
 	return func(e AccessEnd) error {
 		rec.Duration = time.Since(start)
 		rec.Outcome, rec.ResultBytes = e.Outcome, e.Bytes

@@ -2,14 +2,34 @@
 // (.lathe/lathe.db in the workspace, by default), and keeps the grants
 // people give outside the workspace (see [Grants]).
 //
-// A call is written twice: a row marked started before anything runs, and
-// the same row completed when the call ends. A process that dies in the
-// middle of a call leaves its row started, which [Store.List] reports as
+// A call is written twice: a record started before anything runs, and
+// the same record completed when the call ends. A process that dies in the
+// middle of a call leaves its record started, which [Store.List] reports as
 // incomplete: a record is never lost. The host operations a confined tool
-// asked for during the call ([Operation]) are written with its end, in the
-// same transaction, one row each. The database runs in WAL mode, so
-// that `lathe audit` reads while a server writes; each Store writes through
-// one connection (see [Store]), and several processes may share the file.
+// asked for during the call ([Operation]) are written with its end, one
+// row each.
+//
+// Both writes go first to the store's journal, a file beside the database
+// to which each write appends one line with one write(2), and return: a
+// record started is in the journal before its call runs, a finished one
+// before its answer is sent. A line written so is in the kernel's page
+// cache and survives a crash of lathe, as a commit of SQLite's WAL with
+// synchronous=NORMAL does (which is how the database itself is written);
+// neither survives a crash of the machine that loses what was not yet
+// written out. A goroutine then moves the records into SQLite in batches,
+// a call's two writes usually as one row, many calls in one commit, and
+// removes journals whose every line is in. The journal of a process that
+// died is replayed into SQLite by the next store that opens or reads the
+// database. A store reads its own writes; another process sees a record
+// once its batch is committed, some tens of milliseconds after the write.
+//
+// The database runs in WAL mode, so that `lathe audit` reads while a
+// server writes; each Store writes through one connection (see [Store]),
+// and several processes may share the file. Each store reserves record
+// ids in blocks, so that [Store.Start] returns a record's id before its row
+// is written: the ids of two processes writing at once interleave by block
+// (an id does not say which of two processes' records started first), and
+// never collide, with each other nor with an older lathe's.
 package audit
 
 import (
@@ -97,63 +117,62 @@ type Record struct {
 // Store is an open audit database. Its methods are safe for concurrent use.
 // It is a log: it holds no rules (grants live in [Grants]).
 //
-// The store has one write connection. A write (a record started, a record
-// finished) that is the only one under way runs on the caller's goroutine;
-// writes that overlap are queued to the writer goroutine, which commits what has
-// queued up in one transaction once the connection is free. So a call in
-// sequence pays no hand-over between goroutines, and calls at once share
-// commits. SQLite takes one writer at a time anyway; many connections
-// writing at once only fight over the lock and, under load, fail with
-// SQLITE_BUSY. The queue is bounded, so that a burst of calls waits for the
-// writer rather than piling up in memory or losing records. Either way a
-// write returns once it is committed. Another process writing the same
-// database (lathe serve and lathe call on one workspace) is waited for
-// through SQLite's busy timeout.
+// A write (a record started, a record finished) is a line appended to the
+// store's journal, which is what keeps it (see the package doc), and a
+// record queued for the writer goroutine, which moves the queue into SQLite
+// in the background, one transaction per batch. A call's two writes
+// usually meet in the queue and go in as one row; calls at once share one
+// commit. The queue is bounded, so that a burst of calls waits for the
+// writer rather than piling up in memory; when SQLite fails (another
+// process holds its lock past the busy timeout, the disk is full), records
+// stay queued and in the journal and are tried again, never dropped.
+//
+// Reads ([Store.List], [Store.Search]) first wait for the writers to have
+// written everything this process wrote to the database before them,
+// through this store or another, so that a process reads its own writes;
+// and they replay the journals of processes that died. Another process sees
+// a record once its batch is committed, tens of milliseconds after it is
+// written.
 type Store struct {
-	path string
-	db   *sql.DB // readers; query_only
+	path   string
+	key    string  // path made absolute, which names the database in this process
+	prefix string  // of the names of this database's journals
+	db     *sql.DB // readers; query_only
 
 	wdb *sql.DB
-	w   *writer
-	wmu sync.Mutex // held while the write connection is in use
-	// writing counts the writes under way, queued or running.
-	writing atomic.Int32
-	ops     chan *op
-	done    chan struct{} // closed when the writer has stopped
+	w   *writer // the writer goroutine's
 
-	mu      sync.RWMutex // held for reading while an op is queued; Close takes it to stop the queue
+	mu      sync.Mutex
 	closed  bool
+	cur     *jfile   // the journal appended to; nil until the first write
+	retired []*jfile // journals replaced by a newer one, removed once written
+	pending []*entry // queued for the writer
+	byID    map[int64]*entry
+	since   time.Time     // when the first of pending was queued
+	queued  int           // entries pending or in the writer's batch
+	room    chan struct{} // closed when queued falls below queueLen
+	ids     idBlocks
+
+	wake chan struct{} // the writer has something new; 1-buffered
+	reqs chan request
+	quit chan struct{}
+	done chan struct{} // closed when the writer has stopped
+	// drained is the writer's last commit's error, read after done.
+	drained error
+	held    atomic.Bool // a test holds the writer back
+
 	open    atomic.Int64 // records started and not finished
 	closing sync.Once
 	err     error // of Close
+
+	recovered struct{ files, records, torn atomic.Int64 }
 }
 
-// An op is one write, of one statement, run by the writer alone or in a
-// transaction with the writes queued beside it.
-type op struct {
-	run  func(w *writer) error
-	errc chan error
-}
-
-// writer is the write connection and its prepared statements; only the
-// writer goroutine uses it.
-type writer struct {
-	conn          *sql.Conn
-	start, finish *sql.Stmt
-	ops           opStmts
-	inTx          bool // within tx: a write of several statements need not open its own
-}
+// busyTimeout is how long a write waits for another process that holds
+// the database's write lock (a variable, for tests).
+var busyTimeout = 10 * time.Second
 
 const (
-	// queueLen bounds the writes waiting for the writer; a call that finds
-	// the queue full waits.
-	queueLen = 1024
-	// maxBatch bounds the writes of one transaction, so that a waiting
-	// call's commit is never put off for long.
-	maxBatch = 256
-	// busyTimeout is how long a write waits for another process that holds
-	// the database's write lock.
-	busyTimeout = 10 * time.Second
 	// closeGrace is how long Close waits for calls in flight to finish
 	// their records.
 	closeGrace = 5 * time.Second
@@ -208,6 +227,13 @@ func isBusy(err error) bool {
 // A directory it creates for the database gets a .gitignore that ignores
 // everything in it, so that lathe's state (.lathe/ by default) never shows
 // as untracked in a repository nor gets committed by accident.
+//
+// Opening replays the journals of stores of this database whose process
+// died (their lock is free) into SQLite, and removes them. A journal whose
+// last line was cut short by the crash loses that line alone (its write
+// had not returned: its call had not run, or its answer had not been sent);
+// a journal holding a line that is not lathe's fails Open with its file and
+// line, and is kept for a person to look at.
 func Open(path string) (*Store, error) {
 	dir := filepath.Dir(path)
 	_, statErr := os.Lstat(dir)
@@ -239,191 +265,39 @@ func Open(path string) (*Store, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("audit: opening %s: %w", path, err)
 	}
+	s := &Store{path: path, prefix: journalPrefix(path), wdb: wdb, w: w, byID: map[int64]*entry{},
+		wake: make(chan struct{}, 1), reqs: make(chan request, 16), quit: make(chan struct{}), done: make(chan struct{})}
+	if err := s.recoverJournals(w); err != nil {
+		w.close()
+		wdb.Close()
+		return nil, fmt.Errorf("audit: opening %s: replaying the journal of a process that died: %w", path, err)
+	}
 	// Readers cannot write: every write goes through the writer.
-	db, err := sql.Open("sqlite", fileURI(path)+"?"+busy+"&_pragma=query_only(1)")
+	s.db, err = sql.Open("sqlite", fileURI(path)+"?"+busy+"&_pragma=query_only(1)")
 	if err != nil {
 		w.close()
 		wdb.Close()
 		return nil, fmt.Errorf("audit: opening %s: %w", path, err)
 	}
-	db.SetMaxOpenConns(4)
-	s := &Store{path: path, db: db, wdb: wdb, w: w, ops: make(chan *op, queueLen), done: make(chan struct{})}
-	go s.write()
+	s.db.SetMaxOpenConns(4)
+	s.key = path
+	if abs, err := filepath.Abs(path); err == nil {
+		s.key = abs
+	}
+	register(s)
+	go s.run()
 	return s, nil
-}
-
-func newWriter(wdb *sql.DB) (*writer, error) {
-	ctx := context.Background()
-	conn, err := wdb.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	w := &writer{conn: conn}
-	if _, err := conn.ExecContext(ctx, schemaSQL); err != nil {
-		w.close()
-		return nil, err
-	}
-	if err := w.ops.prepare(ctx, conn); err != nil {
-		w.close()
-		return nil, err
-	}
-	if err := migrateAccess(ctx, conn); err != nil {
-		w.close()
-		return nil, err
-	}
-	if err := migrateParent(ctx, conn); err != nil {
-		w.close()
-		return nil, err
-	}
-	if err := migrateSearch(ctx, conn); err != nil {
-		w.close()
-		return nil, err
-	}
-	if w.start, err = conn.PrepareContext(ctx,
-		`INSERT INTO calls (call_id, parent, time_ns, tool, arguments, status, args_bytes, pid, session) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
-		w.close()
-		return nil, err
-	}
-	if w.finish, err = conn.PrepareContext(ctx,
-		`UPDATE calls SET decision = ?, decided_by = ?, reason = ?, status = ?, outcome = ?, duration_ns = ?,
-		result_bytes = ? WHERE id = ?`); err != nil {
-		w.close()
-		return nil, err
-	}
-	return w, nil
-}
-
-func (w *writer) close() {
-	for _, st := range []*sql.Stmt{w.start, w.finish} {
-		if st != nil {
-			st.Close()
-		}
-	}
-	w.ops.close()
-	w.conn.Close()
-}
-
-// write is the writer goroutine: it takes what has queued up, up to
-// maxBatch writes, and commits them in one transaction, until the queue is
-// closed and empty.
-func (s *Store) write() {
-	defer close(s.done)
-	defer s.w.close()
-	batch := make([]*op, 0, maxBatch)
-	for o := range s.ops {
-		batch = append(batch[:0], o)
-		// The connection may be in use by a write run directly (see
-		// do); what queues up meanwhile joins this batch.
-		s.wmu.Lock()
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case o, ok := <-s.ops:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, o)
-			default:
-				break fill
-			}
-		}
-		s.w.commit(batch)
-		s.wmu.Unlock()
-	}
-}
-
-// commit runs a batch in one transaction. When that fails, each write is
-// tried again in a transaction of its own, so that one bad write does not
-// cost the others their records.
-func (w *writer) commit(batch []*op) {
-	if len(batch) == 1 {
-		// A write of one statement SQLite commits on its own, and one of
-		// several opens its own transaction (writer.atomic): BEGIN and
-		// COMMIT here would only add two round trips.
-		batch[0].errc <- batch[0].run(w)
-		return
-	}
-	err := w.tx(func() error {
-		for _, o := range batch {
-			if err := o.run(w); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err == nil {
-		for _, o := range batch {
-			o.errc <- err
-		}
-		return
-	}
-	for _, o := range batch {
-		o.errc <- w.tx(func() error { return o.run(w) })
-	}
-}
-
-// tx runs f in an immediate transaction: the write lock is taken at BEGIN,
-// where SQLite waits out another process's lock, not at the first write,
-// where a transaction that read first could only fail.
-func (w *writer) tx(f func() error) error {
-	ctx := context.Background()
-	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return err
-	}
-	w.inTx = true
-	defer func() { w.inTx = false }()
-	if err := f(); err != nil {
-		w.conn.ExecContext(ctx, "ROLLBACK")
-		return err
-	}
-	if _, err := w.conn.ExecContext(ctx, "COMMIT"); err != nil {
-		w.conn.ExecContext(ctx, "ROLLBACK")
-		return err
-	}
-	return nil
-}
-
-// do runs a write and returns once it is committed: on the caller's
-// goroutine when it is the only write under way, else queued to the writer
-// goroutine and waited for. A full queue makes it wait:
-// records are never dropped to keep up.
-func (s *Store) do(run func(w *writer) error) error {
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return ErrClosed
-	}
-	// No other write under way: no batch to join. When writes overlap
-	// they are queued, so that they share commits. The read lock is held
-	// through the write, so that Close cannot close the connection under
-	// it.
-	defer s.writing.Add(-1)
-	if s.writing.Add(1) == 1 && s.wmu.TryLock() {
-		// A write of one statement SQLite commits on its own; one of
-		// several opens its own transaction (writer.atomic).
-		err := run(s.w)
-		s.wmu.Unlock()
-		s.mu.RUnlock()
-		if err != nil {
-			return fmt.Errorf("audit: %w", err)
-		}
-		return nil
-	}
-	o := &op{run: run, errc: make(chan error, 1)}
-	s.ops <- o
-	s.mu.RUnlock()
-	if err := <-o.errc; err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
-	return nil
 }
 
 // Path returns the database's file.
 func (s *Store) Path() string { return s.path }
 
 // Close waits, up to a few seconds, for calls in flight to finish their
-// records, then writes what is queued and closes the database. A record
-// still open after that stays started, and the log shows it as incomplete.
+// records, then writes what is queued into SQLite, removes the journal and
+// closes the database. A record still open after that stays started, and
+// the log shows it as incomplete. When SQLite cannot take the records,
+// Close says so and leaves the journal, which the next store to open the
+// database replays: nothing is lost.
 func (s *Store) Close() error {
 	s.closing.Do(func() {
 		deadline := time.Now().Add(closeGrace)
@@ -432,50 +306,154 @@ func (s *Store) Close() error {
 		}
 		s.mu.Lock()
 		s.closed = true
-		close(s.ops)
+		if s.room != nil {
+			close(s.room)
+			s.room = nil
+		}
 		s.mu.Unlock()
+		unregister(s)
+		close(s.quit)
 		<-s.done
-		s.err = errors.Join(s.db.Close(), s.wdb.Close())
+		err := s.drained
+		if err == nil {
+			err = s.giveBack(s.w)
+		}
+		s.w.close()
+		for _, f := range append(s.retired, s.cur) {
+			if f == nil {
+				continue
+			}
+			if s.drained == nil {
+				f.remove()
+			} else {
+				f.f.Close()
+			}
+		}
+		s.err = errors.Join(err, s.db.Close(), s.wdb.Close())
 	})
 	return s.err
 }
 
-// Start writes a started record and returns its id once the record is
-// committed: a call must not run before its record exists. It waits for the
-// writer even when ctx is cancelled.
-func (s *Store) Start(ctx context.Context, r *Record) (int64, error) {
-	var id int64
-	err := s.do(func(w *writer) error {
-		res, err := w.start.Exec(r.CallID, r.Parent, r.Time.UnixNano(), r.Tool, r.Arguments, StatusStarted, r.ArgsBytes, r.PID,
-			r.Session)
-		if err != nil {
-			return err
+// appendLine writes line to the journal, starting a new one when there is
+// none yet or the one in use has grown past rotateBytes. s.mu is held.
+func (s *Store) appendLine(line []byte) (*jfile, error) {
+	if s.cur == nil || s.cur.broken || s.cur.size+int64(len(line)) > rotateBytes {
+		f, err := createJournal(filepath.Dir(s.path), s.prefix, filepath.Base(s.path))
+		switch {
+		case err == nil:
+			if s.cur != nil {
+				s.retired = append(s.retired, s.cur)
+			}
+			s.cur = f
+		case s.cur == nil || s.cur.broken:
+			return nil, fmt.Errorf("audit: creating a journal: %w", err)
 		}
-		id, err = res.LastInsertId()
-		return err
-	})
+		// Past rotateBytes with no new file to be had, the old one takes
+		// the line: a longer journal, not a lost record.
+	}
+	if err := s.cur.append(line); err != nil {
+		return nil, fmt.Errorf("audit: writing the journal: %w", err)
+	}
+	return s.cur, nil
+}
+
+// enqueue queues e for the writer. s.mu is held.
+func (s *Store) enqueue(e *entry) {
+	s.pending = append(s.pending, e)
+	s.byID[e.id] = e
+	s.queued++
+	if len(s.pending) == 1 {
+		s.since = time.Now()
+	} else if len(s.pending) < maxBatch {
+		return
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// waitRoom waits, up to queueWait, for room in the queue. s.mu is held,
+// and let go while it waits.
+func (s *Store) waitRoom() error {
+	var timeout <-chan time.Time
+	for s.queued >= queueLen && !s.closed {
+		if s.room == nil {
+			s.room = make(chan struct{})
+		}
+		room := s.room
+		if timeout == nil {
+			timeout = time.After(queueWait)
+		}
+		s.mu.Unlock()
+		select {
+		case <-room:
+			s.mu.Lock()
+		case <-timeout:
+			s.mu.Lock()
+			return fmt.Errorf("audit: %d records are waiting for %s, which has taken none for %v", s.queued, s.path, queueWait)
+		}
+	}
+	return nil
+}
+
+// Start writes a started record and returns its id once the record is in
+// the journal: a call must not run before its record exists.
+func (s *Store) Start(ctx context.Context, r *Record) (int64, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return 0, ErrClosed
+	}
+	id, err := s.newID()
 	if err != nil {
 		return 0, err
 	}
+	rec := *r
+	rec.ID, rec.Operations = id, nil
+	line := startLine(id, &rec)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.waitRoom(); err != nil {
+		return 0, err
+	}
+	if s.closed {
+		return 0, ErrClosed
+	}
+	f, err := s.appendLine(line)
+	if err != nil {
+		return 0, err
+	}
+	s.enqueue(&entry{id: id, start: &rec, files: [2]*jfile{f}})
 	s.open.Add(1)
 	return id, nil
 }
 
 // Finish completes the record id with r's decision and outcome, and its
-// operations, and returns once that is committed, all in one transaction.
-// It runs even when ctx was cancelled: a cancelled call is still recorded.
+// operations, and returns once that is in the journal. It runs even when
+// ctx was cancelled: a cancelled call is still recorded.
 func (s *Store) Finish(ctx context.Context, id int64, r *Record) error {
 	defer s.open.Add(-1)
-	return s.do(func(w *writer) error {
-		return w.atomic(len(r.Operations) > 0 || r.OperationsDropped > 0, func() error {
-			_, err := w.finish.Exec(r.Decision, r.DecidedBy, r.Reason, StatusDone, r.Outcome, int64(r.Duration),
-				r.ResultBytes, id)
-			if err != nil {
-				return err
-			}
-			return w.ops.writeOperations(id, r)
-		})
-	})
+	rec := *r
+	rec.ID = id
+	line := finishLine(id, &rec)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	f, err := s.appendLine(line)
+	if err != nil {
+		return err
+	}
+	// A finish whose start is still queued joins it: one row goes in.
+	if e := s.byID[id]; e != nil && e.start != nil && e.finish == nil {
+		e.finish, e.files[1] = &rec, f
+		return nil
+	}
+	s.enqueue(&entry{id: id, finish: &rec, files: [2]*jfile{f}})
+	return nil
 }
 
 // Filter selects records. Zero fields select everything.
@@ -552,6 +530,9 @@ const recordColumns = `SELECT id, call_id, parent, time_ns, tool, arguments, dec
 
 // records runs q, which selects [recordColumns], and reads its records.
 func (s *Store) records(ctx context.Context, q string, args []any) ([]Record, error) {
+	if err := s.sync(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
@@ -615,9 +596,9 @@ func (s *Store) DropLegacyGrants(ctx context.Context) (bool, error) {
 	if err != nil || len(old) == 0 {
 		return false, err
 	}
-	err = s.do(func(w *writer) error {
+	err = s.ask(ctx, request{run: func(w *writer) error {
 		_, err := w.conn.ExecContext(context.Background(), `DROP TABLE IF EXISTS grants`)
 		return err
-	})
+	}})
 	return err == nil, err
 }

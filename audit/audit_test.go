@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 		crash(db)
 		return
 	}
+	if db := os.Getenv(killEnv); db != "" {
+		killed(db)
+		return
+	}
 	if db := os.Getenv("AUDIT_WRITER_DB"); db != "" {
 		n, _ := strconv.Atoi(os.Getenv("AUDIT_WRITER_CALLS"))
 		writer(db, n)

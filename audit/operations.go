@@ -13,8 +13,8 @@ import (
 
 // Operation is one host operation of a call (see [lathe.Operation]): what a
 // confined tool asked lathe to do for it, and what became of it. It is
-// written with its call's record, in the same transaction as the call's
-// end.
+// written with its call's end: in the same journal line, and in the same
+// transaction.
 type Operation struct {
 	// Kind is "read", "write", "list", "stat", "remove", "fetch", "run",
 	// "env", "log", "progress" or "ask".
@@ -95,9 +95,9 @@ const opRows = 64
 
 // opStmts are the writer's statements for operations.
 type opStmts struct {
-	conn    *sql.Conn
-	insert  map[int]*sql.Stmt // by rows per statement, prepared when first needed
-	dropped *sql.Stmt
+	conn   *sql.Conn
+	insert map[int]*sql.Stmt // by rows per statement, prepared when first needed
+	clear  *sql.Stmt
 }
 
 func (o *opStmts) prepare(ctx context.Context, conn *sql.Conn) error {
@@ -106,7 +106,7 @@ func (o *opStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 	}
 	o.conn, o.insert = conn, map[int]*sql.Stmt{}
 	var err error
-	o.dropped, err = conn.PrepareContext(ctx, `UPDATE calls SET operations_dropped = ? WHERE id = ?`)
+	o.clear, err = conn.PrepareContext(ctx, `DELETE FROM operations WHERE call = ?`)
 	return err
 }
 
@@ -114,8 +114,8 @@ func (o *opStmts) close() {
 	for _, st := range o.insert {
 		st.Close()
 	}
-	if o.dropped != nil {
-		o.dropped.Close()
+	if o.clear != nil {
+		o.clear.Close()
 	}
 }
 
@@ -134,12 +134,18 @@ func (o *opStmts) insertOf(n int) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// writeOperations writes the operations of the call of row id. It runs in
-// the transaction of the call's end.
-func (o *opStmts) writeOperations(id int64, r *Record) error {
-	args := make([]any, 0, 11*min(opRows, len(r.Operations)))
-	for start := 0; start < len(r.Operations); start += opRows {
-		part := r.Operations[start:min(start+opRows, len(r.Operations))]
+// writeOperations writes the operations of the call of row id, in the
+// transaction of the call's end. A replay first removes what an earlier
+// write of the same end left.
+func (o *opStmts) writeOperations(id int64, ops []Operation, replay bool) error {
+	if replay {
+		if _, err := o.clear.Exec(id); err != nil {
+			return err
+		}
+	}
+	args := make([]any, 0, 11*min(opRows, len(ops)))
+	for start := 0; start < len(ops); start += opRows {
+		part := ops[start:min(start+opRows, len(ops))]
 		args = args[:0]
 		for i := range part {
 			op := &part[i]
@@ -154,22 +160,7 @@ func (o *opStmts) writeOperations(id int64, r *Record) error {
 			return err
 		}
 	}
-	if r.OperationsDropped > 0 {
-		_, err := o.dropped.Exec(r.OperationsDropped, id)
-		return err
-	}
 	return nil
-}
-
-// atomic runs f, a write of several statements when several is true, so
-// that they commit together: in the transaction the write is part of, or
-// in one of its own when it runs alone (a single write is committed by
-// SQLite statement by statement).
-func (w *writer) atomic(several bool, f func() error) error {
-	if !several || w.inTx {
-		return f()
-	}
-	return w.tx(f)
 }
 
 // operations turns a call's operations into records, redacted.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"testing"
 )
@@ -22,5 +23,31 @@ func TestTuneGC(t *testing.T) {
 	tuneGC()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("with GOGC=100: the collector's target is %d, want 100 (the person's choice)", got)
+	}
+}
+
+// lathe serve runs Go code on half the processors, unless GOMAXPROCS chose.
+func TestTuneProcs(t *testing.T) {
+	for available, want := range map[int]int{1: 1, 2: 1, 3: 1, 4: 2, 64: 32} {
+		if got := serveProcs(available); got != want {
+			t.Errorf("serveProcs(%d) = %d, want %d", available, got, want)
+		}
+	}
+	old := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(old)
+
+	runtime.GOMAXPROCS(4)
+	t.Setenv("GOMAXPROCS", "")
+	os.Unsetenv("GOMAXPROCS")
+	tuneProcs()
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Errorf("without GOMAXPROCS, of 4: %d, want 2", got)
+	}
+
+	runtime.GOMAXPROCS(4)
+	t.Setenv("GOMAXPROCS", "4")
+	tuneProcs()
+	if got := runtime.GOMAXPROCS(0); got != 4 {
+		t.Errorf("with GOMAXPROCS=4: %d, want 4 (the person's choice)", got)
 	}
 }

@@ -82,7 +82,8 @@ func newServeCmd(g *globals) *cobra.Command {
 			}
 			e := w.Engine
 			defer w.Close()
-			tuneGC() // the collector's target for a server: see gc.go
+			tuneGC()    // the collector's target for a server: see gc.go
+			tuneProcs() // its threads: see gc.go
 			srv := server.New(e, server.Options{Name: "lathe", Version: version(), Upstream: w.MCP, Logger: g.logger(),
 				Audit: accessAudit(w)})
 			defer srv.Close()
