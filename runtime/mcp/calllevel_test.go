@@ -15,6 +15,7 @@ import (
 	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/server"
+	"github.com/lathe-tools/lathe/tool"
 )
 
 // levelUpstream26 is a go-sdk server of MCP 2026-07-28 over streamable
@@ -131,5 +132,30 @@ func TestCallLevelReachesUpstream2026(t *testing.T) {
 				t.Errorf("%s: the upstream was asked for the levels %q since the call began, want %q", name, l[before:], c.level)
 			}
 		}
+	}
+}
+
+// TestCallLevelRaisesUpstream2025: an upstream before 2026-07-28 has one
+// log level for its session, which a request cannot name, and a go-sdk
+// server sends nothing until told. With no level configured and none set
+// by a client, a call whose hooks name a level (as lathe's face does for a
+// client of 2026-07-28) gets the server's messages at that level: the
+// server's level is raised for the call.
+func TestCallLevelRaisesUpstream2025(t *testing.T) {
+	e, _ := open(t, mcp.Options{}, surfaceServer(t, "a"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	count := func(level string) int {
+		var c logCounter
+		h := c.hooks()
+		h.LogLevel = level
+		mustOK(t, call(t, tool.WithHooks(ctx, h), e, "a__chatter", `{"n":5}`))
+		return len(c.got())
+	}
+	if n := count(""); n != 0 {
+		t.Fatalf("with no level named, %d info messages came", n)
+	}
+	if n := count("info"); n != 5 {
+		t.Fatalf("a call at level info got %d of 5 info messages", n)
 	}
 }

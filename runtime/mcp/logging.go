@@ -222,6 +222,11 @@ func (s *server) logLevel() sdk.LoggingLevel {
 			best = i
 		}
 	}
+	for l := range p.surf.held[s] {
+		if i := slices.Index(logLevels, string(l)); i >= 0 && (best < 0 || i < best) {
+			best = i
+		}
+	}
 	p.surf.mu.Unlock()
 	if best < 0 {
 		return ""
@@ -257,6 +262,54 @@ func (s *server) applyLogLevel(ctx context.Context, cs *sdk.ClientSession) error
 		return err
 	}
 	return nil
+}
+
+// holdLevel makes the level of a server before [metaLevelFrom] at least
+// as verbose as level, the one a call's caller names ([tool.Hooks]), while
+// the call runs. Such a server has one level for its session, which a
+// request cannot name: without this, a client that names its level per
+// request (MCP 2026-07-28) would get nothing of the server during its call
+// unless some other client, or the configuration, had asked for as much.
+// The messages of other calls that the raised level lets through reach
+// their own clients, each filtering them by its own level. It returns the
+// function that ends the hold. The level is not lowered when the hold
+// ends, which would cost a round trip after every call, but the next time
+// the server's level is set (another call's level, a client's
+// logging/setLevel): until then the server may send more than is asked
+// for, which its clients' levels filter.
+func (s *server) holdLevel(ctx context.Context, sess *session, level string) func() {
+	if !ValidLogLevel(level) || sess == nil || sess.cs == nil {
+		return func() {}
+	}
+	ir := sess.cs.InitializeResult()
+	if ir == nil || ir.ProtocolVersion >= metaLevelFrom || ir.Capabilities == nil || ir.Capabilities.Logging == nil {
+		return func() {}
+	}
+	p, l := s.pool, sdk.LoggingLevel(level)
+	p.surf.mu.Lock()
+	if p.surf.held == nil {
+		p.surf.held = map[*server]map[sdk.LoggingLevel]int{}
+	}
+	if p.surf.held[s] == nil {
+		p.surf.held[s] = map[sdk.LoggingLevel]int{}
+	}
+	p.surf.held[s][l]++
+	p.surf.mu.Unlock()
+	if err := s.applyLogLevel(ctx, sess.cs); err != nil && ctx.Err() == nil {
+		p.opts.Logger.Debug("log level of a call not set", "server", s.cfg.Name, "level", level, "error", err)
+	}
+	return func() {
+		p.surf.mu.Lock()
+		defer p.surf.mu.Unlock()
+		if h := p.surf.held[s]; h != nil {
+			if h[l]--; h[l] <= 0 {
+				delete(h, l)
+			}
+			if len(h) == 0 {
+				delete(p.surf.held, s)
+			}
+		}
+	}
 }
 
 // forgetSession drops what the pool noted of a session that ended.
