@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 )
 
@@ -31,10 +30,7 @@ func endWithAnswer(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		// readBody has read the body whole; it is read again here and put
-		// back, as limitSessions does.
-		body, err := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		body, err := bodyOf(r)
 		if err != nil {
 			next.ServeHTTP(w, r)
 			return

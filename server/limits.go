@@ -120,8 +120,7 @@ func (s *Server) limitSessions(max int, next http.Handler) http.Handler {
 // that is not one JSON-RPC message is taken as one, so that the cap judges
 // it.
 func initializes(r *http.Request) bool {
-	body, err := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	body, err := bodyOf(r)
 	if err != nil {
 		return true
 	}
@@ -163,6 +162,18 @@ type heldBody struct {
 }
 
 func (*heldBody) Close() error { return nil }
+
+// bodyOf returns the request's body, whole, and leaves it in place for the
+// handlers after: the bytes readBody read, or, when a handler between has
+// replaced the body, read again and put back.
+func bodyOf(r *http.Request) ([]byte, error) {
+	if b, ok := heldBytes(r); ok {
+		return b, nil
+	}
+	b, err := io.ReadAll(r.Body)
+	r.Body = &heldBody{Reader: bytes.NewReader(b), b: b}
+	return b, err
+}
 
 // heldBytes returns the body readBody read, unless a handler between has
 // replaced it.

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -49,10 +48,7 @@ func (s *Server) listenStream(max int, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		// readBody has read the body whole; it is read again here and put
-		// back, as endWithAnswer does.
-		body, err := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		body, err := bodyOf(r)
 		if err != nil {
 			next.ServeHTTP(w, r)
 			return

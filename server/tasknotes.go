@@ -57,6 +57,20 @@ type taskNote struct {
 // kept again.
 type replayKey struct{}
 
+// addNote keeps p, size bytes encoded, among t's last messages: at most
+// maxTaskNotes of them, and at most maxTaskNoteBytes but for the last one.
+// The task store's lock is held.
+func (t *task) addNote(p sdk.Params, size int) {
+	t.noteSeq++
+	t.notes = append(t.notes, taskNote{seq: t.noteSeq, params: p, size: size})
+	t.noteBytes += size
+	for len(t.notes) > maxTaskNotes || len(t.notes) > 1 && t.noteBytes > maxTaskNoteBytes {
+		t.noteBytes -= t.notes[0].size
+		t.notes[0] = taskNote{}
+		t.notes = t.notes[1:]
+	}
+}
+
 // noted is whether method is one a task keeps.
 func noted(method string) bool {
 	return method == "notifications/progress" || method == "notifications/message"
@@ -78,14 +92,7 @@ func (ts *taskStore) keep(t *task, ss *sdk.ServerSession, p sdk.Params) {
 	}
 	b, _ := json.Marshal(cp)
 	ts.mu.Lock()
-	t.noteSeq++
-	t.notes = append(t.notes, taskNote{seq: t.noteSeq, params: cp, size: len(b)})
-	t.noteBytes += len(b)
-	for len(t.notes) > maxTaskNotes || len(t.notes) > 1 && t.noteBytes > maxTaskNoteBytes {
-		t.noteBytes -= t.notes[0].size
-		t.notes[0] = taskNote{}
-		t.notes = t.notes[1:]
-	}
+	t.addNote(cp, len(b))
 	if t.seen == nil {
 		t.seen = map[*sdk.ServerSession]int{}
 	}
@@ -209,14 +216,7 @@ func (ts *taskStore) keep26(t *task, p sdk.Params, status string) {
 		ts.mu.Unlock()
 		return
 	}
-	t.noteSeq++
-	t.notes = append(t.notes, taskNote{seq: t.noteSeq, params: p, size: len(b)})
-	t.noteBytes += len(b)
-	for len(t.notes) > maxTaskNotes || len(t.notes) > 1 && t.noteBytes > maxTaskNoteBytes {
-		t.noteBytes -= t.notes[0].size
-		t.notes[0] = taskNote{}
-		t.notes = t.notes[1:]
-	}
+	t.addNote(p, len(b))
 	if status != "" {
 		t.message = status
 	}

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -121,7 +122,7 @@ func (c *directConn) Close() error {
 // told the call is cancelled, as the SDK tells it, and ctx's error is
 // returned; a connection that ends first gives an error saying so.
 func (c *directConn) call(ctx context.Context, params *sdk.CallToolParams) (*sdk.CallToolResult, error) {
-	raw, err := json.Marshal(params)
+	raw, err := encodeParams(params)
 	if err != nil {
 		return nil, err
 	}
@@ -253,4 +254,40 @@ func textResult(raw []byte) (res *sdk.CallToolResult, ok bool) {
 		return nil, false
 	}
 	return &sdk.CallToolResult{Content: blocks, IsError: isError}, true
+}
+
+// encodeParams writes a call's params as json.Marshal writes them, without
+// its reflection over the struct and its compaction of the arguments:
+// they are the call's own JSON, checked by the engine, and are only
+// compacted when they hold a line break, which would end the message on
+// the server's input early.
+func encodeParams(p *sdk.CallToolParams) (json.RawMessage, error) {
+	args, ok := p.Arguments.(json.RawMessage)
+	if !ok || !json.Valid(args) || len(p.InputResponses) > 0 || p.RequestState != "" {
+		return json.Marshal(p)
+	}
+	b := make([]byte, 0, len(args)+len(p.Name)+64)
+	b = append(b, '{')
+	if len(p.Meta) > 0 {
+		meta, err := json.Marshal(p.Meta)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `"_meta":`...), meta...)
+		b = append(b, ',')
+	}
+	name, err := json.Marshal(p.Name)
+	if err != nil {
+		return nil, err
+	}
+	b = append(append(b, `"name":`...), name...)
+	b = append(b, `,"arguments":`...)
+	if bytes.ContainsAny(args, "\r\n") {
+		var c bytes.Buffer
+		if err := json.Compact(&c, args); err != nil {
+			return nil, err
+		}
+		args = c.Bytes()
+	}
+	return append(append(b, args...), '}'), nil
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -65,6 +66,34 @@ func TestTextResultReadsPlainResults(t *testing.T) {
 	} {
 		if _, ok := textResult([]byte(s)); ok {
 			t.Errorf("read, but has more than the scanner keeps: %s", s)
+		}
+	}
+}
+
+// TestEncodeParams: the params the direct path writes mean what
+// json.Marshal writes, and hold no line break.
+func TestEncodeParams(t *testing.T) {
+	for _, p := range []*sdk.CallToolParams{
+		{Name: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)},
+		{Name: "a<b>&\"c\"", Arguments: json.RawMessage("{\n  \"text\": \"x<y\",\r\n \"n\": [1, 2]\n}")},
+		{Meta: sdk.Meta{"progressToken": "lathe-7", "traceparent": "00-x"}, Name: "t", Arguments: json.RawMessage(`{}`)},
+		{Name: "t", Arguments: map[string]any{"a": 1}},
+		{Name: "t", Arguments: json.RawMessage(`{}`), RequestState: "s"},
+	} {
+		got, err := encodeParams(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.ContainsAny(got, "\r\n") {
+			t.Errorf("%s: a line break", got)
+		}
+		want, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g, w any
+		if json.Unmarshal(got, &g) != nil || json.Unmarshal(want, &w) != nil || !reflect.DeepEqual(g, w) {
+			t.Errorf("encodeParams %s\njson.Marshal %s", got, want)
 		}
 	}
 }

@@ -488,10 +488,15 @@ func (c *taskConn) Write(ctx context.Context, m jsonrpc.Message) error {
 func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
 	if r, ok := m.(*jsonrpc.Response); ok && r.ID.IsValid() {
+		asked := false
 		c.mu.Lock()
-		k := idKey(r.ID)
-		asked := c.pending[k]
-		delete(c.pending, k)
+		if len(c.pending) > 0 {
+			// Only then is there an id to look for: the common answer
+			// of a call costs no encoding of its id.
+			k := idKey(r.ID)
+			asked = c.pending[k]
+			delete(c.pending, k)
+		}
 		c.mu.Unlock()
 		if r.Error == nil && (asked || mayBeTask26(r.Result)) {
 			r.Result = taskAsResult(r.Result)
