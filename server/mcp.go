@@ -435,7 +435,9 @@ func (s *Server) handler(name string, hasOutput bool) sdk.ToolHandler {
 func (s *Server) run(ctx context.Context, ss *sdk.ServerSession, req *sdk.CallToolRequest, name string, hasOutput bool,
 	caps *sdk.ClientCapabilities, to asker) *sdk.CallToolResult {
 	{
-		ctx = tool.WithHooks(ctx, s.hooks(ctx, ss, to, req.Params.GetProgressToken(), caps))
+		h := s.hooks(ctx, ss, to, req.Params.GetProgressToken(), caps)
+		h.LogLevel = callLevel(ctx, ss, req)
+		ctx = tool.WithHooks(ctx, h)
 		ctx = withTrace(ctx, req)
 		// An "allow for the session" a client's person gives holds for that
 		// client alone, not for every client of the server, nor for a later
@@ -556,6 +558,29 @@ func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, to asker, to
 		}
 	}
 	return h
+}
+
+// callLevel is the log level a call's client names for the call's own log
+// messages, which the call's hooks carry to the runtime (an upstream MCP
+// server of 2026-07-28 is asked for it in the _meta of lathe's request):
+// under MCP 2026-07-28 the level of the tools/call's _meta, "" when it
+// names none; before 2026-07-28 "", since the session's level holds, which
+// the upstream pool is told of (logging/setLevel, upstream.go).
+func callLevel(ctx context.Context, ss *sdk.ServerSession, req *sdk.CallToolRequest) string {
+	var l string
+	if fc, ok := ctx.Value(callKey{}).(*fastCall); ok && fc.leveled {
+		l = string(fc.level)
+	} else {
+		meta := req.Params.GetMeta()
+		if v, _ := meta[sdk.MetaKeyProtocolVersion].(string); v < protocol2026 && !multiRound(ss) {
+			return ""
+		}
+		l, _ = meta[sdk.MetaKeyLogLevel].(string)
+	}
+	if severity(sdk.LoggingLevel(l)) < 0 {
+		return ""
+	}
+	return l
 }
 
 // sessionLevel hides a request's log level when the request named none,

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lathe-tools/lathe/internal/mcpconv"
@@ -30,10 +31,16 @@ import (
 //     is there to take it — the session that made the task, while it lasts,
 //     and any session that waits in tasks/result for the task (as the
 //     protocol asks a client that sees input_required to do), on the stream
-//     of its tasks/result. The first answer counts; the requests still open
-//     elsewhere are cancelled. A client that refuses the request has
-//     answered (as for a call that is no task); one whose session ends
-//     leaves the question to the next.
+//     of its tasks/result. Each session is sent a question once, however
+//     many ways to it are open: on the stream of a tasks/result it waits in
+//     when it has one (the client reads that stream for certain), else as a
+//     request of the session (over streamable HTTP, its standalone stream).
+//     A request the session could not be sent (no standalone stream is
+//     open), or whose way ended (a tasks/result given up), goes again on
+//     another way to the same session, or on the next one it opens. The
+//     first answer counts; the requests still open elsewhere are cancelled.
+//     A client that refuses the request has answered (as for a call that is
+//     no task); one whose session ends leaves the question to the next.
 //
 // Either way only a client that presents the task's ID as its principal
 // (tasks.go) reaches the question, and a question nobody answers ends as
@@ -42,10 +49,15 @@ import (
 // question is one question of a task's call to its client.
 type question struct {
 	key    string
-	req    sdk.InputRequest  // *sdk.ElicitParams or *sdk.CreateMessageParams
-	answer chan reply        // buffered: the first answer
-	done   chan struct{}     // closed when the question is answered or given up
-	sent   map[*route]bool   // the routes it has been sent on; guarded by taskStore.mu
+	req    sdk.InputRequest // *sdk.ElicitParams or *sdk.CreateMessageParams
+	answer chan reply       // buffered: the first answer
+	done   chan struct{}    // closed when the question is answered or given up
+	// sent is the route each session has the question on, so that no
+	// session is asked twice; guarded by taskStore.mu.
+	sent map[*sdk.ServerSession]*route
+	// missed are the routes it did not reach its session by; it is not
+	// sent on them again. Guarded by taskStore.mu.
+	missed map[*route]bool
 	stop   map[*route]func() // cancels its request on a route; guarded by taskStore.mu
 }
 
@@ -56,9 +68,12 @@ type reply struct {
 }
 
 // route is a session a task's questions are sent to, while ctx lasts.
+// waits marks the route of a request the client waits on (its
+// tasks/result), on whose stream a question reaches it for certain.
 type route struct {
-	ss  *sdk.ServerSession
-	ctx context.Context
+	ss    *sdk.ServerSession
+	ctx   context.Context
+	waits bool
 }
 
 // taskAsker is where the call of task t puts its questions.
@@ -78,7 +93,7 @@ func (a taskAsker) CreateMessage(ctx context.Context, p *sdk.CreateMessageParams
 // ask puts req to t's client and waits for the answer, or for ctx to end.
 func (ts *taskStore) ask(ctx context.Context, t *task, req sdk.InputRequest) (sdk.InputResponse, error) {
 	q := &question{req: req, answer: make(chan reply, 1), done: make(chan struct{}),
-		sent: map[*route]bool{}, stop: map[*route]func(){}}
+		sent: map[*sdk.ServerSession]*route{}, missed: map[*route]bool{}, stop: map[*route]func(){}}
 	ts.mu.Lock()
 	if mcpconv.Terminal(t.status) {
 		ts.mu.Unlock()
@@ -89,7 +104,9 @@ func (ts *taskStore) ask(ctx context.Context, t *task, req sdk.InputRequest) (sd
 	t.open = append(t.open, q)
 	first := t.keys == 1
 	t.status, t.updated = mcpconv.TaskInputRequired, time.Now()
-	for r := range t.routes {
+	// The routes a client waits on first: a session that has one and
+	// another is asked there (sendLocked asks each session once).
+	for _, r := range t.routesLocked() {
 		ts.sendLocked(t, q, r)
 	}
 	ts.mu.Unlock()
@@ -168,10 +185,11 @@ func (ts *taskStore) reply(t *task, key string, r reply) bool {
 }
 
 // attach sends t's questions, those open now and those to come, to the
-// session ss while ctx lasts (MCP 2025-11-25). The returned function
-// detaches it.
-func (ts *taskStore) attach(t *task, ss *sdk.ServerSession, ctx context.Context) func() {
-	r := &route{ss: ss, ctx: ctx}
+// session ss while ctx lasts (MCP 2025-11-25); waits says ctx is that of a
+// request the client waits on, whose stream the questions go on. The
+// returned function detaches it.
+func (ts *taskStore) attach(t *task, ss *sdk.ServerSession, ctx context.Context, waits bool) func() {
+	r := &route{ss: ss, ctx: ctx, waits: waits}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if mcpconv.Terminal(t.status) {
@@ -188,13 +206,31 @@ func (ts *taskStore) attach(t *task, ss *sdk.ServerSession, ctx context.Context)
 	}
 }
 
-// sendLocked sends q to the session of r, unless it has been already; the
-// first answer counts. ts.mu is held.
+// routesLocked are t's routes, those a client waits on first. ts.mu is
+// held.
+func (t *task) routesLocked() []*route {
+	rs := make([]*route, 0, len(t.routes))
+	for r := range t.routes {
+		if r.waits {
+			rs = append(rs, r)
+		}
+	}
+	for r := range t.routes {
+		if !r.waits {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// sendLocked sends q to the session of r, unless that session has it
+// already, on this route or another; the first answer counts. ts.mu is
+// held.
 func (ts *taskStore) sendLocked(t *task, q *question, r *route) {
-	if q.sent[r] || q.stop == nil {
+	if q.stop == nil || q.sent[r.ss] != nil || q.missed[r] {
 		return
 	}
-	q.sent[r] = true
+	q.sent[r.ss] = r
 	// The request carries the values of the route's context (over HTTP,
 	// which request's stream it goes on) and the task (its _meta names the
 	// task), and ends with the question or the route.
@@ -217,15 +253,48 @@ func (ts *taskStore) sendLocked(t *task, q *question, r *route) {
 		switch {
 		case err == nil:
 			ts.answer(t, q.key, a)
-		case ctx.Err() != nil || errors.Is(err, sdk.ErrConnectionClosed):
-			// The session went away, or the question was settled: it
-			// stays open for another session.
+		case ctx.Err() != nil || errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, errUndelivered):
+			// The question was settled, or it did not reach the session
+			// this way: its way ended, or the session had no stream to
+			// take it (streamable HTTP without a standalone stream). It
+			// stays open, for another way to the same session or for
+			// another session.
+			ts.unsent(t, q, r)
 		default:
 			// The client refused it (it cannot be asked, say): that is
 			// its answer, as for a question of a call that is no task.
 			ts.reply(t, q.key, reply{err: err})
 		}
 	}()
+}
+
+// errUndelivered matches the error of a request the SDK's transport could
+// not write (the SDK's jsonrpc2.ErrRejected, which it does not export):
+// over streamable HTTP, a request of a session with no standalone stream
+// open, or one related to a request already answered. The client was not
+// asked, so it did not refuse. A client that answers with this code itself
+// is taken at its word: it was not asked either.
+var errUndelivered = &jsonrpc.Error{Code: -32005}
+
+// unsent notes that q did not reach the session of r by r, and sends it by
+// another route to that session, if one is open. r is not tried again, so
+// that two routes that cannot deliver do not pass the question back and
+// forth.
+func (ts *taskStore) unsent(t *task, q *question, r *route) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if q.sent[r.ss] != r {
+		return
+	}
+	delete(q.sent, r.ss)
+	delete(q.stop, r)
+	q.missed[r] = true
+	for _, o := range t.routesLocked() {
+		if o != r && o.ss == r.ss && o.ctx.Err() == nil {
+			ts.sendLocked(t, q, o)
+			return
+		}
+	}
 }
 
 // inputRequests are t's open questions, by key. ts.mu is held.

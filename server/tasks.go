@@ -517,7 +517,7 @@ func (s *Server) serveTasks() {
 			// 2026-07-28 cannot be sent a request while its own one is
 			// served, and answers them with tasks/update.
 			if !multiRound(ss) {
-				detach := s.tasks.attach(t, ss, ctx)
+				detach := s.tasks.attach(t, ss, ctx, true)
 				defer detach()
 				// So do its progress and log messages (tasknotes.go).
 				s.tasks.catchUp(t, ss, ctx)
@@ -679,7 +679,7 @@ func (s *Server) startTask(req *sdk.CallToolRequest, spec any) (sdk.Result, erro
 	// The session that made the task is asked its questions while it
 	// lasts (taskinput.go).
 	if !multiRound(req.Session) {
-		s.tasks.attach(t, req.Session, s.session(req.Session).ctx)
+		s.tasks.attach(t, req.Session, s.session(req.Session).ctx, false)
 	}
 	return &createTaskResult{Task: s.tasks.wire(t)}, nil
 }

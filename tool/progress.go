@@ -88,20 +88,29 @@ type Hooks struct {
 	Log      func(LogMessage)
 	Elicit   func(context.Context, *ElicitRequest) (*ElicitResult, error)
 	Sample   func(context.Context, *SamplingRequest) (*SamplingResult, error)
+	// LogLevel, when set, is the least severe level of the log messages
+	// Log takes for this call (one of MCP's levels, "debug" to
+	// "emergency"). A runtime whose machinery can be asked for messages
+	// per call, such as an MCP server of 2026-07-28, asks for this level;
+	// empty leaves the level to the runtime's configuration. Log may still
+	// be handed messages below it, from machinery that cannot be asked per
+	// call, and drops them itself if it must.
+	LogLevel string
 }
 
 type hooksKey struct{}
 
 // WithHooks returns a context whose calls report to h. Hooks already in ctx
 // that h leaves nil stay in force, so a face can add progress reporting
-// without taking away an elicitor set further out.
+// without taking away an elicitor set further out. LogLevel goes with Log:
+// it stays in force with the Log it belongs to, and a new Log brings its own.
 func WithHooks(ctx context.Context, h Hooks) context.Context {
 	if old, ok := ctx.Value(hooksKey{}).(*Hooks); ok {
 		if h.Progress == nil {
 			h.Progress = old.Progress
 		}
 		if h.Log == nil {
-			h.Log = old.Log
+			h.Log, h.LogLevel = old.Log, old.LogLevel
 		}
 		if h.Elicit == nil {
 			h.Elicit = old.Elicit

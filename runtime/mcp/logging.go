@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lathe-tools/lathe/tool"
 )
 
 // Logging. A server's log level is one for all of lathe's clients, since
@@ -220,6 +222,11 @@ func (s *server) logLevel() sdk.LoggingLevel {
 			best = i
 		}
 	}
+	for l := range p.surf.held[s] {
+		if i := slices.Index(logLevels, string(l)); i >= 0 && (best < 0 || i < best) {
+			best = i
+		}
+	}
 	p.surf.mu.Unlock()
 	if best < 0 {
 		return ""
@@ -257,6 +264,54 @@ func (s *server) applyLogLevel(ctx context.Context, cs *sdk.ClientSession) error
 	return nil
 }
 
+// holdLevel makes the level of a server before [metaLevelFrom] at least
+// as verbose as level, the one a call's caller names ([tool.Hooks]), while
+// the call runs. Such a server has one level for its session, which a
+// request cannot name: without this, a client that names its level per
+// request (MCP 2026-07-28) would get nothing of the server during its call
+// unless some other client, or the configuration, had asked for as much.
+// The messages of other calls that the raised level lets through reach
+// their own clients, each filtering them by its own level. It returns the
+// function that ends the hold. The level is not lowered when the hold
+// ends, which would cost a round trip after every call, but the next time
+// the server's level is set (another call's level, a client's
+// logging/setLevel): until then the server may send more than is asked
+// for, which its clients' levels filter.
+func (s *server) holdLevel(ctx context.Context, sess *session, level string) func() {
+	if !ValidLogLevel(level) || sess == nil || sess.cs == nil {
+		return func() {}
+	}
+	ir := sess.cs.InitializeResult()
+	if ir == nil || ir.ProtocolVersion >= metaLevelFrom || ir.Capabilities == nil || ir.Capabilities.Logging == nil {
+		return func() {}
+	}
+	p, l := s.pool, sdk.LoggingLevel(level)
+	p.surf.mu.Lock()
+	if p.surf.held == nil {
+		p.surf.held = map[*server]map[sdk.LoggingLevel]int{}
+	}
+	if p.surf.held[s] == nil {
+		p.surf.held[s] = map[sdk.LoggingLevel]int{}
+	}
+	p.surf.held[s][l]++
+	p.surf.mu.Unlock()
+	if err := s.applyLogLevel(ctx, sess.cs); err != nil && ctx.Err() == nil {
+		p.opts.Logger.Debug("log level of a call not set", "server", s.cfg.Name, "level", level, "error", err)
+	}
+	return func() {
+		p.surf.mu.Lock()
+		defer p.surf.mu.Unlock()
+		if h := p.surf.held[s]; h != nil {
+			if h[l]--; h[l] <= 0 {
+				delete(h, l)
+			}
+			if len(h) == 0 {
+				delete(p.surf.held, s)
+			}
+		}
+	}
+}
+
 // forgetSession drops what the pool noted of a session that ended.
 func (s *server) forgetSession(cs *sdk.ClientSession) {
 	p := s.pool
@@ -271,8 +326,13 @@ func (s *server) forgetSession(cs *sdk.ClientSession) {
 const metaLevelFrom = "2026-07-28"
 
 // levelInMeta is a sending middleware of the server's client: under
-// protocol versions from [metaLevelFrom] on, it puts the level the server
-// should have into each request's _meta.
+// protocol versions from [metaLevelFrom] on, it puts into each request's
+// _meta the level of the call it is sent for, when the call's caller names
+// one ([tool.Hooks].LogLevel: a client of lathe's of 2026-07-28 names it in
+// its own request), and else the level the server should have. The
+// messages a request's _meta asks for are those of that request, which
+// reach that call's caller alone: the levels of other clients, and the
+// configured one, have nothing to add to them.
 func (s *server) levelInMeta(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		cs, ok := req.GetSession().(*sdk.ClientSession)
@@ -283,7 +343,11 @@ func (s *server) levelInMeta(next sdk.MethodHandler) sdk.MethodHandler {
 		if ir := cs.InitializeResult(); ir == nil || ir.ProtocolVersion < metaLevelFrom {
 			return next(ctx, method, req)
 		}
-		if level := s.logLevel(); level != "" {
+		level := s.logLevel()
+		if l := tool.HooksFrom(ctx).LogLevel; ValidLogLevel(l) {
+			level = sdk.LoggingLevel(l)
+		}
+		if level != "" {
 			meta := maps.Clone(params.GetMeta())
 			if meta == nil {
 				meta = map[string]any{}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"strconv"
 	"strings"
@@ -120,3 +121,23 @@ func BenchmarkCountBody(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHoldLevel: what a call whose caller names no level pays for
+// holdLevel on its path (most calls: every client before 2026-07-28),
+// against the raw floor of a deferred call of an empty function.
+func BenchmarkHoldLevel(b *testing.B) {
+	s := &server{pool: &Pool{}}
+	b.Run("raw", func(b *testing.B) {
+		for b.Loop() {
+			func() { defer noop() }()
+		}
+	})
+	b.Run("unnamed", func(b *testing.B) {
+		for b.Loop() {
+			func() { defer s.holdLevel(context.Background(), nil, "")() }()
+		}
+	})
+}
+
+//go:noinline
+func noop() {}

@@ -105,6 +105,7 @@ type surface struct {
 	nextWatch int
 	levels    map[string]sdk.LoggingLevel // who (a client session) → level it asked for
 	sent      map[*sdk.ClientSession]sdk.LoggingLevel
+	held      map[*server]map[sdk.LoggingLevel]int // levels of calls in flight (holdLevel), counted
 }
 
 type templateRoute struct {

@@ -669,6 +669,8 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 		return nil, err
 	}
 	hooks := tool.HooksFrom(ctx)
+	// The level the caller names, on a server that takes no level per request (logging.go).
+	defer s.holdLevel(ctx, sess, hooks.LogLevel)()
 	callCtx, cancelCall := context.WithCancel(ctx)
 	defer cancelCall()
 	id, err := s.trackTurn(ctx, &inflight{ctx: callCtx, hooks: hooks, answers: c.Answers, cancel: cancelCall,
