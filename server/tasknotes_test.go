@@ -110,14 +110,7 @@ func TestTaskNotesFollowReconnect(t *testing.T) {
 				h.mu.Unlock()
 			},
 		})
-		for _, err := range []error{
-			sdk.AddSendingCustomMethod[*taskIDIn, *taskOut](c, "tasks/get"),
-			sdk.AddSendingCustomMethod[*taskIDIn, *sdk.CallToolResult](c, "tasks/result"),
-		} {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		addTaskMethods(t, c)
 		cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url,
 			HTTPClient: &http.Client{Transport: withToken(token)}}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {

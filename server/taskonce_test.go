@@ -42,15 +42,7 @@ func TestTaskQuestionOncePerSession(t *testing.T) {
 					return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": true}}, nil
 				},
 			})
-			for _, err := range []error{
-				sdk.AddSendingCustomMethod[*taskIDIn, *taskOut](c, "tasks/get"),
-				sdk.AddSendingCustomMethod[*taskIDIn, *sdk.CallToolResult](c, "tasks/result"),
-				sdk.AddSendingCustomMethod[*listIn, *listOut](c, "tasks/list"),
-			} {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			addTaskMethods(t, c)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: !standalone},

@@ -587,15 +587,7 @@ func TestTaskAsksItsClient(t *testing.T) {
 			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": true}}, nil
 		},
 	})
-	for _, err := range []error{
-		sdk.AddSendingCustomMethod[*taskIDIn, *taskOut](c, "tasks/get"),
-		sdk.AddSendingCustomMethod[*taskIDIn, *sdk.CallToolResult](c, "tasks/result"),
-		sdk.AddSendingCustomMethod[*listIn, *listOut](c, "tasks/list"),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	addTaskMethods(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	// The tasks of 2025-11-25, which a client of 2026-07-28 does not get.
@@ -661,5 +653,20 @@ func TestTaskKeepsThePolicy(t *testing.T) {
 	tk = c.startTask("weather", map[string]any{"city": "Oslo"}, 60000)
 	if w := c.await(tk.TaskID); w.Status != "completed" {
 		t.Errorf("weather as a task: %s %s", w.Status, w.StatusMessage)
+	}
+}
+
+// addTaskMethods lets the go-sdk client c send the task methods of MCP
+// 2025-11-25, which it does not know.
+func addTaskMethods(t *testing.T, c *sdk.Client) {
+	t.Helper()
+	for _, err := range []error{
+		sdk.AddSendingCustomMethod[*taskIDIn, *taskOut](c, "tasks/get"),
+		sdk.AddSendingCustomMethod[*taskIDIn, *sdk.CallToolResult](c, "tasks/result"),
+		sdk.AddSendingCustomMethod[*listIn, *listOut](c, "tasks/list"),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
