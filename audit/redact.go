@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Redacted is what a secret is replaced with.
@@ -46,6 +48,9 @@ type Redactor struct {
 	// every call's arguments meets every pattern). The default patterns
 	// have one each; patterns of the configuration have none.
 	needs []func(string) bool
+
+	seen      sync.Map // argument name → whether it is a secret's
+	seenCount atomic.Int64
 }
 
 // defaultNeeds are, in the order of defaultValues, literals without which
@@ -149,13 +154,36 @@ func (r *Redactor) walk(v any) any {
 }
 
 func (r *Redactor) secretKey(k string) bool {
+	if v, ok := r.seen.Load(k); ok {
+		return v.(bool)
+	}
+	secret := false
 	for _, re := range r.keys {
 		if re.MatchString(k) {
-			return true
+			secret = true
+			break
 		}
 	}
-	return false
+	// Arguments have few names, met again and again; the answer for each
+	// is kept, up to maxSeenKeys of them, so that a call's keys cost a
+	// lookup rather than a pass of every key pattern (nine at least, most
+	// of them case-insensitive). The patterns never change, so neither
+	// does an answer.
+	if len(k) <= maxSeenKey && r.seenCount.Load() < maxSeenKeys {
+		if _, loaded := r.seen.LoadOrStore(k, secret); !loaded {
+			r.seenCount.Add(1)
+		}
+	}
+	return secret
 }
+
+// maxSeenKeys bounds the argument names a Redactor remembers, and
+// maxSeenKey the length of one: a model that makes up new names for every
+// call must not grow lathe's memory.
+const (
+	maxSeenKeys = 4096
+	maxSeenKey  = 128
+)
 
 func (r *Redactor) text(s string) string {
 	for i, re := range r.values {
