@@ -48,14 +48,16 @@ func temporalBinary(t testing.TB) string {
 
 // devServer is a running `temporal server start-dev`.
 type devServer struct {
-	t      testing.TB
-	bin    string
-	ip     string // what it listens on
-	port   int
-	db     string // its database file: a restart keeps its state
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	stderr *bytes.Buffer
+	t       testing.TB
+	bin     string
+	ip      string // what it listens on
+	port    int
+	db      string // its database file: a restart keeps its state
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when cmd has ended
+	stderr  *bytes.Buffer
+	started bool // it answered once: a restart keeps its frontend's port
 }
 
 // Addr is the frontend's address, on ip.
@@ -91,34 +93,82 @@ func startDevServer(t testing.TB, ip string) *devServer {
 
 func (s *devServer) start() {
 	s.t.Helper()
+	for attempt := 1; ; attempt++ {
+		err, inUse := s.try()
+		if err == nil {
+			s.started = true
+			return
+		}
+		if !inUse || attempt == 5 {
+			s.t.Fatalf("the Temporal dev server on %s (attempt %d): %v\n%s", s.Addr(), attempt, err, s.stderr)
+		}
+		// A port was free when it was picked and taken by another process
+		// before the server bound it: the server is started again on new
+		// ports (its frontend's too, unless a restart must keep it).
+		if !s.started {
+			s.port = freePort(s.t)
+		}
+	}
+}
+
+// try starts the server once and waits for it to answer, up to 90 s; it
+// reports whether the server ended because a port was in use.
+func (s *devServer) try() (err error, inUse bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stderr = &bytes.Buffer{}
 	cmd := exec.Command(s.bin, "server", "start-dev", "--headless", "--ip", s.ip,
 		"--port", strconv.Itoa(s.port), "--http-port", strconv.Itoa(freePort(s.t)),
 		"--metrics-port", strconv.Itoa(freePort(s.t)), "--db-filename", s.db, "--log-level", "error")
-	cmd.Stdout, cmd.Stderr = s.stderr, s.stderr
+	out := &lockedBuffer{b: s.stderr}
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("starting the Temporal dev server: %v", err)
+		return fmt.Errorf("starting it: %w", err), false
 	}
-	s.cmd = cmd
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	for {
 		c, err := temporal.Dial(ctx, temporal.Options{Address: s.Addr(), CacheDir: "-"})
 		if err == nil {
 			c.Close()
-			return
+			s.cmd, s.exited = cmd, exited
+			return nil, false
 		}
 		select {
+		case <-exited:
+			return fmt.Errorf("it exited before answering: %w", err), out.contains("address already in use")
 		case <-ctx.Done():
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			cmd.Wait()
-			s.t.Fatalf("the Temporal dev server did not answer on %s within 90s: %v\n%s", s.Addr(), err, s.stderr)
+			<-exited
+			return fmt.Errorf("it did not answer within 90s: %w", err), false
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// lockedBuffer is the server's output, written by the process's copying
+// goroutines and read while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) contains(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Contains(l.b.Bytes(), []byte(s))
 }
 
 func (s *devServer) stop() {
@@ -128,7 +178,7 @@ func (s *devServer) stop() {
 		return
 	}
 	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-	s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 
