@@ -77,6 +77,15 @@ type Serve struct {
 	// its page, as in approval_wait = "2m". Zero means the default of
 	// package approvals; the call's own timeout bounds the wait too.
 	ApprovalWait time.Duration `toml:"approval_wait"`
+	// RoundWait bounds how long a call of an MCP 2026-07-28 client that
+	// asked its client a question waits for the client's next round, as in
+	// round_wait = "5m"; zero means two minutes. The call's own timeout
+	// ends the wait sooner.
+	RoundWait time.Duration `toml:"round_wait"`
+	// MaxWaitingPerClient and MaxWaiting cap the calls that wait so at
+	// once, of one client and of all clients; zero means 64 and 1,024.
+	MaxWaitingPerClient int `toml:"max_waiting_per_client"`
+	MaxWaiting          int `toml:"max_waiting"`
 }
 
 // Tool is a [tools.NAME] table: overrides for the tool named NAME.

@@ -37,3 +37,23 @@ func TestServeApprovalWaitWithoutTrust(t *testing.T) {
 		t.Errorf("untrusted: approval_wait %s, widenings %v; want 2m and none", safe.Serve.ApprovalWait, ws)
 	}
 }
+
+// TestServeRoundBounds: [serve] round_wait, max_waiting_per_client and
+// max_waiting read as a duration and counts; a bad value is an error naming
+// the file, the line and the key.
+func TestServeRoundBounds(t *testing.T) {
+	c, err := Parse("lathe.toml", []byte("[serve]\nround_wait = \"5m\"\nmax_waiting_per_client = 8\nmax_waiting = 100\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Serve.RoundWait != 5*time.Minute || c.Serve.MaxWaitingPerClient != 8 || c.Serve.MaxWaiting != 100 {
+		t.Errorf("serve: %+v", c.Serve)
+	}
+	for _, bad := range []string{`round_wait = "soon"`, `round_wait = "-1s"`, `max_waiting = -1`, `max_waiting_per_client = "8"`} {
+		key, _, _ := strings.Cut(bad, " ")
+		_, err := Parse("lathe.toml", []byte("[serve]\n\n"+bad+"\n"))
+		if err == nil || !strings.Contains(err.Error(), "lathe.toml:3") || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: want an error at lathe.toml:3 naming %s, got %v", bad, key, err)
+		}
+	}
+}

@@ -5,6 +5,9 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
+
+	"github.com/lathe-tools/lathe/config"
 )
 
 // lathe serve raises the collector's target, unless GOGC chose one.
@@ -49,5 +52,14 @@ func TestTuneProcs(t *testing.T) {
 	tuneProcs()
 	if got := runtime.GOMAXPROCS(0); got != 4 {
 		t.Errorf("with GOMAXPROCS=4: %d, want 4 (the person's choice)", got)
+	}
+}
+
+// lathe serve takes the bounds on calls waiting between rounds from
+// [serve], each to its own field.
+func TestRoundOptions(t *testing.T) {
+	got := roundOptions(config.Serve{RoundWait: 3 * time.Minute, MaxWaitingPerClient: 5, MaxWaiting: 70})
+	if got.Wait != 3*time.Minute || got.MaxPerClient != 5 || got.MaxWaiting != 70 {
+		t.Errorf("round options %+v", got)
 	}
 }

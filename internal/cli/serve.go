@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lathe-tools/lathe/audit"
+	"github.com/lathe-tools/lathe/config"
 	"github.com/lathe-tools/lathe/load"
 	"github.com/lathe-tools/lathe/server"
 	"github.com/lathe-tools/lathe/server/web"
@@ -85,7 +86,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			tuneGC()    // the collector's target for a server: see gc.go
 			tuneProcs() // its threads: see gc.go
 			srv := server.New(e, server.Options{Name: "lathe", Version: version(), Upstream: w.MCP, Logger: g.logger(),
-				Audit: accessAudit(w)})
+				Audit: accessAudit(w), Rounds: roundOptions(w.Config.Serve)})
 			defer srv.Close()
 			ctx := cmd.Context()
 			if ln == nil {
@@ -211,4 +212,10 @@ func accessAudit(w *load.Workspace) func(context.Context, *server.Access) (func(
 			_ = finish(audit.AccessEnd{Denied: e.Denied, Reason: e.Reason, Outcome: e.Outcome, Bytes: e.Bytes})
 		}, nil
 	}
+}
+
+// roundOptions are the bounds of [serve] on the calls of MCP 2026-07-28
+// clients that wait for their client's next round.
+func roundOptions(c config.Serve) server.RoundOptions {
+	return server.RoundOptions{Wait: c.RoundWait, MaxPerClient: c.MaxWaitingPerClient, MaxWaiting: c.MaxWaiting}
 }
