@@ -4,14 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/lathe-tools/lathe"
-	"github.com/lathe-tools/lathe/runtime/builtin"
-	"github.com/lathe-tools/lathe/tool"
 )
 
 // TestTaskPollsBindNothing: a client of MCP 2026-07-28 over streamable
@@ -21,22 +16,7 @@ import (
 // each visited at every change of the task; a listen binds its session
 // while it lasts, and no longer.
 func TestTaskPollsBindNothing(t *testing.T) {
-	release := make(chan struct{})
-	e := lathe.New(lathe.Options{Timeout: 20 * time.Second})
-	t.Cleanup(func() { e.Close() })
-	if err := e.Register(builtin.Must(builtin.Func(tool.Definition{Name: "wait", Summary: "Wait."},
-		func(ctx context.Context, _ struct{}) (string, error) {
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-			return "done", nil
-		}))); err != nil {
-		t.Fatal(err)
-	}
-	s := New(e, Options{Tasks: TaskOptions{Promote: -1}})
-	ts := httptest.NewServer(s.Handler(HTTPOptions{}))
-	t.Cleanup(func() { close(release); ts.Close(); s.Close() })
+	s, url, _ := listenServer(t, HTTPOptions{})
 	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "poller", "version": "1"},
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{
@@ -44,17 +24,7 @@ func TestTaskPollsBindNothing(t *testing.T) {
 	post := func(ctx context.Context, method, name string, params map[string]any) *http.Response {
 		params["_meta"] = meta
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-		req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+Path, strings.NewReader(string(body)))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", method)
-		req.Header.Set("Mcp-Name", name)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s: %v", method, err)
-		}
-		return resp
+		return post26(ctx, t, url, method, string(body), http.Header{"Mcp-Name": {name}})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
