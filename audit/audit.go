@@ -326,7 +326,7 @@ func (s *Store) Close() error {
 			if s.drained == nil {
 				f.remove()
 			} else {
-				f.f.Close()
+				f.close()
 			}
 		}
 		s.err = errors.Join(err, s.db.Close(), s.wdb.Close())
@@ -338,7 +338,7 @@ func (s *Store) Close() error {
 // none yet or the one in use has grown past rotateBytes. s.mu is held.
 func (s *Store) appendLine(line []byte) (*jfile, error) {
 	if s.cur == nil || s.cur.broken || s.cur.size+int64(len(line)) > rotateBytes {
-		f, err := createJournal(filepath.Dir(s.path), s.prefix, filepath.Base(s.path))
+		f, err := createJournal(filepath.Dir(s.path), s.prefix, filepath.Base(s.path), int64(len(line)))
 		switch {
 		case err == nil:
 			if s.cur != nil {

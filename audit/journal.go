@@ -241,10 +241,14 @@ type jfile struct {
 	// broken says a write to it failed and could not be undone: nothing
 	// more is appended to it.
 	broken bool
+	// m maps the file, where lines are copied while they fit (see
+	// journalmap_linux.go); nil where the file is written with write(2).
+	m []byte
 }
 
-// createJournal makes a new journal in dir, locked, its header written.
-func createJournal(dir, prefix, db string) (*jfile, error) {
+// createJournal makes a new journal in dir, locked, its header written,
+// mapped to hold rotateBytes, or need bytes after its header if more.
+func createJournal(dir, prefix, db string, need int64) (*jfile, error) {
 	header, _ := json.Marshal(&jline{T: journalMagic, V: 1, DB: db})
 	header = append(header, '\n')
 	var last error
@@ -252,7 +256,7 @@ func createJournal(dir, prefix, db string) (*jfile, error) {
 		var rnd [8]byte
 		rand.Read(rnd[:])
 		path := filepath.Join(dir, prefix+hex.EncodeToString(rnd[:]))
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL|openFlags, 0o600)
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL|openFlags, 0o600)
 		if errors.Is(err, fs.ErrExist) {
 			last = err
 			continue
@@ -283,14 +287,35 @@ func createJournal(dir, prefix, db string) (*jfile, error) {
 			return nil, err
 		}
 		jf := &jfile{f: f, path: path, size: int64(len(header))}
+		// Without a mapping the journal is written with write(2): slower,
+		// as safe.
+		_ = jf.mapJournal(max(rotateBytes, jf.size+need))
 		return jf, nil
 	}
 	return nil, fmt.Errorf("no new journal in %s: %w", dir, last)
 }
 
-// append writes line at the end of jf with one write, and undoes a
-// partial write, so that a line is in the file whole or not at all.
+// append writes line, which ends in a newline, at the end of jf: copied
+// into its mapping while it fits, else with one write, a partial write
+// undone, so that a line is in the file whole or not at all.
 func (jf *jfile) append(line []byte) error {
+	if jf.m != nil {
+		if jf.size+int64(len(line)) <= int64(len(jf.m)) {
+			if err := jf.copyLine(line); err != nil {
+				jf.broken = true
+				return err
+			}
+			jf.size += int64(len(line))
+			jf.lines.Add(1)
+			return nil
+		}
+		// Full (no new journal could be had): the file is cut after its
+		// last line and grows by write(2) from there.
+		if err := jf.unmap(); err != nil {
+			jf.broken = true
+			return err
+		}
+	}
 	n, err := jf.f.Write(line)
 	if err == nil {
 		jf.size += int64(n)
@@ -310,6 +335,13 @@ func (jf *jfile) append(line []byte) error {
 // remove deletes the journal and then lets go of its lock.
 func (jf *jfile) remove() {
 	os.Remove(jf.path)
+	jf.close()
+}
+
+// close ends the journal's mapping, cutting the file after its last line,
+// and lets go of its lock, leaving the file for a replay.
+func (jf *jfile) close() {
+	jf.unmap()
 	jf.f.Close()
 }
 
@@ -327,20 +359,26 @@ var errNewer = errors.New("a journal of a newer lathe")
 // that is not a journal line fails the whole file, naming it and the line.
 func parseJournal(path string, data []byte, db string) (entries []*entry, torn int, err error) {
 	byID := map[int64]*entry{}
+	// The zeros after a mapped journal's last line are room it did not use.
+	data = bytes.TrimRight(data, "\x00")
 	for n := 1; len(data) > 0; n++ {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
-			return entries, 1, nil
+			return entries, torn + 1, nil
 		}
 		raw := data[:i]
 		data = data[i+1:]
 		var l jline
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		if n > 1 {
-			// A newer lathe's header may say more; its lines are not read.
-			dec.DisallowUnknownFields()
-		}
-		if derr := dec.Decode(&l); derr != nil || dec.More() {
+		if z := bytes.LastIndexByte(raw, 0); z >= 0 && n > 1 {
+			// No line holds a zero byte (JSON escapes it): zeros in a
+			// line are room of a mapped journal whose pages did not all
+			// reach the disk before the machine stopped. The line they
+			// cut is torn; what follows them is a line, or the end of one.
+			torn++
+			if unmarshalLine(raw[z+1:], &l, true) != nil {
+				continue
+			}
+		} else if unmarshalLine(raw, &l, n > 1) != nil {
 			return nil, 0, fmt.Errorf("%s:%d: %w", path, n, ErrJournal)
 		}
 		if n == 1 {
@@ -370,7 +408,23 @@ func parseJournal(path string, data []byte, db string) (entries []*entry, torn i
 			return nil, 0, fmt.Errorf("%s:%d: %w (a line of kind %q)", path, n, ErrJournal, l.T)
 		}
 	}
-	return entries, 0, nil
+	return entries, torn, nil
+}
+
+// unmarshalLine decodes raw, one journal line, into l: strictly (no field this
+// lathe does not know) but for a header, where a newer lathe may say more.
+func unmarshalLine(raw []byte, l *jline, strict bool) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(l); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more than one value")
+	}
+	return nil
 }
 
 // recoverJournals replays into SQLite every journal of this database that

@@ -69,13 +69,21 @@ func (w *Workspace) policyStages(opts *Options) (outer, inner []lathe.Middleware
 		ls := &lazyStore{path: auditPath(cfg, w.Dir), red: red}
 		w.store = ls
 		outer = append(outer, func(next lathe.Handler) lathe.Handler {
+			// The store's handler is made once, at the first call that
+			// finds the store open: not once per call, which cost every
+			// call its closures (and a getpid).
+			var (
+				once    sync.Once
+				audited lathe.Handler
+			)
 			return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
 				s, err := ls.get()
 				if err != nil {
 					return nil, &tool.Error{Kind: tool.KindRuntimeFailure, Tool: inv.Call.Name, Stage: "audit",
 						Message: "the call was not run because the audit log could not be opened", Err: err}
 				}
-				return audit.Middleware(s, red)(next)(ctx, inv)
+				once.Do(func() { audited = audit.Middleware(s, red)(next) })
+				return audited(ctx, inv)
 			}
 		})
 	}
