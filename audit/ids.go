@@ -5,13 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"time"
 )
 
 // A record's id is known when its call starts (it is the Parent of the
 // calls the call makes, and Finish names it), before its row is in SQLite.
-// So a store reserves ids in blocks: it raises the calls table's AUTOINCREMENT
-// counter (sqlite_sequence) by idBlock in a short transaction and hands out
-// the ids below. SQLite never gives out an id at or below that counter, so
+// So a store reserves ids in blocks: it raises the calls table's
+// AUTOINCREMENT counter (sqlite_sequence) by a block (blockSize) in a short
+// transaction and hands out the ids below. SQLite never gives out an id at or below that counter, so
 // no other store, nor an older lathe inserting rows one by one, can take an
 // id of a reserved block. Ids of two processes writing at once interleave
 // by block; ids a store did not use are given back when it closes, if no
@@ -26,9 +27,25 @@ type idBlocks struct {
 	spare     [2]int64
 	// asked says a block is being reserved ahead.
 	asked bool
-	// highest is the highest id handed out; last the last block reserved.
+	// highest is the highest id handed out; last the last block reserved,
+	// at lastAt.
 	highest int64
 	last    [2]int64
+	lastAt  time.Time
+}
+
+// blockSize is how many ids the next reservation takes: idBlock, doubled
+// for each block reserved within blockRenew of the one before, up to
+// maxIDBlock. A store that records thousands of calls a second (a busy
+// gateway) would otherwise reserve, in a transaction of its own, every few
+// tens of milliseconds; one that records a call now and then reserves
+// small blocks, and leaves small gaps where it cannot give ids back.
+func (b *idBlocks) blockSize(now time.Time) int64 {
+	n := int64(idBlock)
+	if b.last[1] > 0 && now.Sub(b.lastAt) < blockRenew {
+		n = min(2*(b.last[1]-b.last[0]+1), maxIDBlock)
+	}
+	return n
 }
 
 // take hands out an id, if one is left, and says whether to reserve the
@@ -94,6 +111,8 @@ func (s *Store) reserve(w *writer) error {
 	b := &s.ids
 	b.mu.Lock()
 	skip := b.spare[0] > 0 || (b.next > 0 && b.next <= b.end && b.end-b.next >= idBlock/2)
+	now := time.Now()
+	size := b.blockSize(now)
 	b.mu.Unlock()
 	if skip {
 		return nil
@@ -110,7 +129,7 @@ func (s *Store) reserve(w *writer) error {
 			return err
 		}
 		first = max(seq, top) + 1
-		last = first + idBlock - 1
+		last = first + size - 1
 		if noRow {
 			_, err = w.conn.ExecContext(context.Background(), `INSERT INTO sqlite_sequence (name, seq) VALUES ('calls', ?)`, last)
 		} else {
@@ -123,7 +142,7 @@ func (s *Store) reserve(w *writer) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.last = [2]int64{first, last}
+	b.last, b.lastAt = [2]int64{first, last}, now
 	if b.next > b.end || b.next == 0 {
 		b.next, b.end = first, last
 	} else {

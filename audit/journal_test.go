@@ -1003,3 +1003,59 @@ func TestIDsGivenBack(t *testing.T) {
 		t.Fatalf("%d records, %v; want %d", len(recs), err, 6+2+600)
 	}
 }
+
+// TestIDBlocksGrow: a store that uses its ids fast reserves bigger blocks,
+// so that a busy gateway does not spend a transaction on ids every few
+// tens of milliseconds; every id stays unique, and what it did not use is
+// still given back when it closes.
+func TestIDBlocksGrow(t *testing.T) {
+	s, path := open(t)
+	ctx := context.Background()
+	const n = 3000
+	seen := map[int64]bool{}
+	for i := range n {
+		r := killRecord(i)
+		id, err := s.Start(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[id] {
+			t.Fatalf("id %d handed out twice", id)
+		}
+		seen[id] = true
+		if err := s.Finish(ctx, id, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Blocks of 256 ids would need 12 reservations for these records, and
+	// leave at most 256 reserved past the last; growing ones need five
+	// (256, 512, 1024, 2048, 4096) and reach past it by more.
+	if seq := sequence(t, path); seq < n+256 {
+		t.Errorf("the counter is at %d after %d records: blocks did not grow", seq, n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// What is given back is the last block reserved, from the highest id
+	// handed out: what stays reserved is at most the rest of the block
+	// before it, which had fewer than half a first block left when the
+	// last was reserved ahead.
+	if seq := sequence(t, path); seq-n >= 128 {
+		t.Errorf("the counter is at %d after the store closed, %d records: unused ids not given back", seq, n)
+	}
+}
+
+// sequence reads the calls table's AUTOINCREMENT counter.
+func sequence(t *testing.T, path string) int64 {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var seq int64
+	if err := db.QueryRow(`SELECT seq FROM sqlite_sequence WHERE name = 'calls'`).Scan(&seq); err != nil {
+		t.Fatal(err)
+	}
+	return seq
+}

@@ -21,8 +21,13 @@ const (
 	// maxBatch is how many queued records make the writer commit at once,
 	// without waiting out batchDelay.
 	maxBatch = 256
-	// idBlock is how many record ids a store reserves at once.
-	idBlock = 256
+	// idBlock is how many record ids a store reserves at once, at first;
+	// maxIDBlock the most, for a store that uses them fast (blockSize).
+	idBlock    = 256
+	maxIDBlock = 8192
+	// blockRenew is how soon after the last a reservation must come for
+	// its block to be twice the size.
+	blockRenew = time.Second
 	// maxBackoff bounds the pause between attempts after SQLite failed.
 	maxBackoff = 2 * time.Second
 )
