@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -46,8 +47,17 @@ type stdioConn struct {
 	line []byte // a message longer than src's buffer, gathered
 	rerr error  // the error that ended reading; every later Read returns it
 
-	wmu  sync.Mutex
-	wbuf []byte // the message being written, and its newline
+	// Writes are grouped: messages that callers want written while
+	// another caller is writing go out together, with one write, when that
+	// one is done (see Write).
+	wmu     sync.Mutex
+	wdone   sync.Cond // signalled (L: &wmu) when a group is written
+	pending []byte    // messages waiting for the next write, each with its newline
+	spare   []byte    // the buffer of the last write, reused for pending
+	writing bool      // a caller is writing groups
+	group   uint64    // the group pending joins; the first is 1
+	written uint64    // the last group written
+	werr    error     // the error that ended writing; every later Write returns it
 
 	closed  atomic.Bool
 	closing sync.Once
@@ -62,7 +72,9 @@ const readBuffer = 64 << 10
 const keepBuffer = 1 << 20
 
 func newStdioConn(in io.WriteCloser, out io.ReadCloser, cap *capture) *stdioConn {
-	return &stdioConn{in: in, out: out, src: bufio.NewReaderSize(out, readBuffer), cap: cap}
+	c := &stdioConn{in: in, out: out, src: bufio.NewReaderSize(out, readBuffer), cap: cap, group: 1}
+	c.wdone.L = &c.wmu
+	return c
 }
 
 // errTooLarge ends a session whose server wrote a line longer than maxLine.
@@ -144,16 +156,63 @@ func (c *stdioConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
+	return c.writeLine(data)
+}
+
+// writeLine writes data and a newline, and returns once they are written
+// (or writing failed). A message is written whole, with its newline, in
+// one write, so the server never reads half of one; and the messages of
+// callers that come while another caller writes are written together next,
+// with one write: a gateway with many calls in flight makes one system call
+// for several requests, and the server, reading them at once, wakes once
+// for them rather than once each.
+func (c *stdioConn) writeLine(data []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	// One write per message: the server never reads half of one, and the
-	// newline costs no system call of its own.
-	c.wbuf = append(append(c.wbuf[:0], data...), '\n')
-	_, err = c.in.Write(c.wbuf)
-	if cap(c.wbuf) > keepBuffer {
-		c.wbuf = nil
+	if c.werr != nil {
+		return c.werr
 	}
-	return err
+	c.pending = append(append(c.pending, data...), '\n')
+	mine := c.group
+	if c.writing {
+		for c.written < mine && c.werr == nil {
+			c.wdone.Wait()
+		}
+		if c.written >= mine {
+			return nil
+		}
+		return c.werr
+	}
+	c.writing = true
+	// Calls that are ready to run up to their own write do so first and
+	// join this one: with the Go scheduler's processors busy (a gateway
+	// under load) that is several; with nothing else to run, it costs a
+	// return.
+	c.wmu.Unlock()
+	runtime.Gosched()
+	c.wmu.Lock()
+	for len(c.pending) > 0 && c.werr == nil {
+		buf, g := c.pending, c.group
+		c.pending, c.spare = c.spare[:0], nil
+		c.group++
+		c.wmu.Unlock()
+		_, err := c.in.Write(buf)
+		c.wmu.Lock()
+		if cap(buf) <= keepBuffer {
+			c.spare = buf
+		}
+		if err != nil {
+			c.werr = err
+		} else {
+			c.written = g
+		}
+		c.wdone.Broadcast()
+	}
+	c.writing = false
+	if c.written >= mine {
+		return nil
+	}
+	return c.werr
 }
 
 // Close ends the session: the server's input is closed, which ends the
