@@ -168,3 +168,52 @@ func TestStdioConnGroupWriteFails(t *testing.T) {
 		t.Fatal("a Write after a failed one returned nil")
 	}
 }
+
+// FuzzEncodeRequest holds encodeMessage to the SDK's encoding, byte for
+// byte, for requests of any id, method and params (valid JSON or not).
+func FuzzEncodeRequest(f *testing.F) {
+	f.Add(int64(1099511627777), true, "tools/call", `{"name":"echo","arguments":{"text":"hello world"}}`)
+	f.Add(int64(0), true, "ping", ``)
+	f.Add(int64(-3), false, "notifications/cancelled", `{"requestId":7, "reason" : "a <b> & c\u2028"}`)
+	f.Add(int64(5), true, "tools/call", " {\n\t\"a\" : [1, 2.50, -0, 1e400] } ")
+	f.Add(int64(5), true, "m\"x\\y\u00e9\n", `{"x":"\xff\u2029"}`)
+	f.Add(int64(9), true, "", `{"unterminated"`)
+	f.Add(int64(9), true, "tools/call", `{} {}`)
+	f.Fuzz(func(t *testing.T, n int64, hasID bool, method, params string) {
+		r := &jsonrpc.Request{Method: method}
+		if params != "" {
+			r.Params = []byte(params)
+		}
+		if hasID {
+			id, err := jsonrpc.MakeID(float64(n))
+			if err != nil {
+				t.Skip()
+			}
+			r.ID = id
+		}
+		want, werr := jsonrpc.EncodeMessage(r)
+		got, gerr := encodeMessage(r)
+		if (werr == nil) != (gerr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("encodeMessage(%+v) = %q, %v; the SDK's = %q, %v", r, got, gerr, want, werr)
+		}
+	})
+}
+
+// BenchmarkEncodeRequest: a tools/call as lathe writes it to a server,
+// encoded by hand (encodeMessage) and by the SDK.
+func BenchmarkEncodeRequest(b *testing.B) {
+	id, _ := jsonrpc.MakeID(float64(1 << 40))
+	r := &jsonrpc.Request{ID: id, Method: "tools/call", Params: []byte(`{"name":"echo","arguments":{"text":"hello"}}`)}
+	b.Run("lathe", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			encodeMessage(r)
+		}
+	})
+	b.Run("sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			jsonrpc.EncodeMessage(r)
+		}
+	})
+}
