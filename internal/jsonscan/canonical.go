@@ -1,0 +1,316 @@
+package jsonscan
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// maxCanonicalDepth bounds the nesting Canonical follows, well below the
+// 10000 levels past which encoding/json refuses text: what is deeper is
+// left to encoding/json, whose answer for it Canonical does not know.
+const maxCanonicalDepth = 1000
+
+// Canonical reports whether s is one JSON value written exactly as
+// encoding/json's Marshal writes what its Unmarshal decodes from s into an
+// any: compact, each object's keys unique and in increasing byte order,
+// each number as Marshal writes a float64, each string escaped as Marshal
+// escapes it (HTML characters and U+2028/U+2029 included) and valid UTF-8.
+// Text for which it reports true therefore comes back from that round trip
+// unchanged. It calls key with every object key and str with every string
+// value, decoded, in the order they are written, and stops with false at
+// the first call that returns false. It reports false for some text that
+// would come back unchanged (such as numbers it cannot cheaply prove
+// canonical, or nesting deeper than it follows), never true for text that
+// would not.
+func Canonical(s string, key, str func(string) bool) bool {
+	stack := make([]frame, 0, 8)
+	i := 0
+	for {
+		// At the start of a value.
+		if i >= len(s) {
+			return false
+		}
+		switch c := s[i]; c {
+		case '{', '[':
+			if i+1 < len(s) && s[i+1] == c+2 { // '}' is '{'+2, ']' is '['+2
+				i += 2
+				break
+			}
+			if len(stack) == maxCanonicalDepth {
+				return false
+			}
+			stack = append(stack, frame{obj: c == '{'})
+			i++
+			if c == '{' {
+				var ok bool
+				if i, ok = member(s, i, &stack[len(stack)-1], true, key); !ok {
+					return false
+				}
+			}
+			continue
+		case '"':
+			v, e, ok := canonicalString(s, i)
+			if !ok || !str(v) {
+				return false
+			}
+			i = e
+		case 't':
+			if !strings.HasPrefix(s[i:], "true") {
+				return false
+			}
+			i += len("true")
+		case 'f':
+			if !strings.HasPrefix(s[i:], "false") {
+				return false
+			}
+			i += len("false")
+		case 'n':
+			if !strings.HasPrefix(s[i:], "null") {
+				return false
+			}
+			i += len("null")
+		default:
+			e := numberEnd(s, i)
+			if e == i || !canonicalNumber(s[i:e]) {
+				return false
+			}
+			i = e
+		}
+		// After a value: close what it ends, up to the next value.
+		for {
+			if len(stack) == 0 {
+				return i == len(s)
+			}
+			if i >= len(s) {
+				return false
+			}
+			top := &stack[len(stack)-1]
+			if s[i] == ',' {
+				i++
+				if top.obj {
+					var ok bool
+					if i, ok = member(s, i, top, false, key); !ok {
+						return false
+					}
+				}
+				break
+			}
+			if top.obj && s[i] == '}' || !top.obj && s[i] == ']' {
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			}
+			return false
+		}
+	}
+}
+
+// frame is an object or array Canonical is in; prev is the last key of an
+// object, which the next must follow.
+type frame struct {
+	obj  bool
+	prev string
+}
+
+// member reads the key of an object's member that starts at s[i] and the
+// colon after it, and returns where the member's value starts.
+func member(s string, i int, f *frame, first bool, key func(string) bool) (int, bool) {
+	if i >= len(s) || s[i] != '"' {
+		return 0, false
+	}
+	k, e, ok := canonicalString(s, i)
+	if !ok || !first && k <= f.prev || e >= len(s) || s[e] != ':' || !key(k) {
+		return 0, false
+	}
+	f.prev = k
+	return e + 1, true
+}
+
+// plain marks the ASCII bytes that encoding/json's Marshal writes as they
+// are inside a string: every printable one but the quotation mark, the
+// backslash and the HTML characters <, > and &.
+var plain = func() (t [utf8.RuneSelf]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+// canonicalString returns the string whose opening quotation mark is s[i],
+// decoded, and the index just past it, if it is written as Marshal writes
+// it. Without escapes the string is a part of s and costs nothing.
+func canonicalString(s string, i int) (string, int, bool) {
+	start := i + 1
+	for j := start; j < len(s); {
+		c := s[j]
+		if c < utf8.RuneSelf {
+			switch {
+			case plain[c]:
+				j++
+			case c == '"':
+				return s[start:j], j + 1, true
+			case c == '\\':
+				return escapedString(s, start, j)
+			default:
+				return "", 0, false
+			}
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[j:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			return "", 0, false
+		}
+		j += size
+	}
+	return "", 0, false
+}
+
+// escapedString goes on with canonicalString from s[j], the first
+// backslash of the string that starts at s[start], decoding into a copy.
+func escapedString(s string, start, j int) (string, int, bool) {
+	b := make([]byte, 0, len(s)-start)
+	b = append(b, s[start:j]...)
+	for j < len(s) {
+		c := s[j]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[j:])
+			if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+				return "", 0, false
+			}
+			b = append(b, s[j:j+size]...)
+			j += size
+			continue
+		}
+		switch {
+		case plain[c]:
+			b = append(b, c)
+			j++
+			continue
+		case c == '"':
+			return string(b), j + 1, true
+		case c != '\\' || j+1 >= len(s):
+			return "", 0, false
+		}
+		var d byte
+		switch s[j+1] {
+		case '"', '\\':
+			d = s[j+1]
+		case 'b':
+			d = '\b'
+		case 'f':
+			d = '\f'
+		case 'n':
+			d = '\n'
+		case 'r':
+			d = '\r'
+		case 't':
+			d = '\t'
+		case 'u':
+			r, ok := canonicalEscape(s[j+2:])
+			if !ok {
+				return "", 0, false
+			}
+			b = utf8.AppendRune(b, r)
+			j += len(`\u0000`)
+			continue
+		default:
+			return "", 0, false
+		}
+		b = append(b, d)
+		j += 2
+	}
+	return "", 0, false
+}
+
+// canonicalEscape decodes the four hexadecimal digits of a \u escape at
+// the start of s if Marshal writes the character they encode so: the
+// control characters without a short escape, the HTML characters, and
+// U+2028 and U+2029, all in lower-case hexadecimal.
+func canonicalEscape(s string) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(s[:4]) {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	switch {
+	case r < ' ':
+		return r, r != '\b' && r != '\f' && r != '\n' && r != '\r' && r != '\t'
+	case r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029':
+		return r, true
+	}
+	return 0, false
+}
+
+// numberEnd returns the end of the run of bytes a JSON number may hold
+// that starts at s[i].
+func numberEnd(s string, i int) int {
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '-' || s[i] == '+' || s[i] == '.' || s[i] == 'e' || s[i] == 'E') {
+		i++
+	}
+	return i
+}
+
+// canonicalNumber reports whether n is written as Marshal writes the
+// float64 Unmarshal decodes from it. An integer of up to 15 digits is
+// held exactly by a float64 and written back with its digits, so it needs
+// no conversion; anything else is converted and written again as Marshal
+// writes it, and compared. Text that is not a JSON number never compares
+// equal, since what Marshal writes is one.
+func canonicalNumber(n string) bool {
+	d := n
+	if d != "" && d[0] == '-' {
+		d = d[1:]
+	}
+	if d != "" && len(d) <= 15 && d[0] != '0' {
+		i := 0
+		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
+			i++
+		}
+		if i == len(d) {
+			return true
+		}
+	}
+	if n == "0" {
+		return true
+	}
+	// No float64 is written in more than 32 bytes; longer text is not
+	// worth converting.
+	if len(n) > 32 {
+		return false
+	}
+	f, err := strconv.ParseFloat(n, 64)
+	if err != nil {
+		return false
+	}
+	var buf [32]byte
+	return string(appendFloat(buf[:0], f)) == n
+}
+
+// appendFloat writes f as encoding/json's Marshal writes a float64: like
+// ECMAScript, in exponent form below 1e-6 and from 1e21 up, with no
+// leading zero in a negative exponent.
+func appendFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
