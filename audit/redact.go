@@ -122,14 +122,13 @@ func (r *Redactor) Redact(raw json.RawMessage) string {
 	if r == nil {
 		r, _ = NewRedactor(nil, nil)
 	}
-	// Most arguments hold no secret, and most are written already as
-	// encoding/json writes them again (a Go client writes them so). For
-	// those the round trip below, which costs microseconds, gives back the
-	// text itself: one pass over it that finds no secret key, no string a
-	// value pattern matches, and nothing the round trip would rewrite
-	// proves it, and the text is the answer.
-	s := string(raw)
-	if jsonscan.Canonical(s, r.publicKey, r.clean) {
+	// Most arguments hold no secret, and most have their strings and
+	// numbers written already as encoding/json writes them again. For
+	// those the round trip below, which costs microseconds, changes
+	// nothing but space and the order of keys: one pass over the text that
+	// finds no secret key and no string a value pattern matches gives its
+	// answer, and the text itself when a Go client wrote it.
+	if s, ok := jsonscan.Marshaled(string(raw), r.publicKey, r.clean); ok {
 		return s
 	}
 	return r.redact(raw)

@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -9,123 +10,232 @@ import (
 
 // maxCanonicalDepth bounds the nesting Canonical follows, well below the
 // 10000 levels past which encoding/json refuses text: what is deeper is
-// left to encoding/json, whose answer for it Canonical does not know.
+// left to encoding/json, whose answer for it Marshaled does not know.
 const maxCanonicalDepth = 1000
 
-// Canonical reports whether s is one JSON value written exactly as
-// encoding/json's Marshal writes what its Unmarshal decodes from s into an
-// any: compact, each object's keys unique and in increasing byte order,
-// each number as Marshal writes a float64, each string escaped as Marshal
-// escapes it (HTML characters and U+2028/U+2029 included) and valid UTF-8.
-// Text for which it reports true therefore comes back from that round trip
-// unchanged. It calls key with every object key and str with every string
-// value, decoded, in the order they are written, and stops with false at
-// the first call that returns false. It reports false for some text that
-// would come back unchanged (such as numbers it cannot cheaply prove
-// canonical, or nesting deeper than it follows), never true for text that
-// would not.
-func Canonical(s string, key, str func(string) bool) bool {
+// Marshaled returns what encoding/json's Marshal writes for the value its
+// Unmarshal decodes from s into an any, when it can tell without building
+// that value: s without its insignificant space, with each object's
+// members in increasing byte order of their keys and only the last of
+// equal keys kept, provided every number in s is written as Marshal
+// writes a float64 and every string as Marshal escapes it (HTML
+// characters and U+2028/U+2029 included), in valid UTF-8. When s needs no
+// change it returns s itself, at no cost.
+//
+// It calls key with every object key and str with every string value,
+// decoded, in the order they are written, and stops with false at the
+// first call that returns false. It reports false, too, for text whose
+// round trip it does not know (such as numbers it cannot cheaply prove
+// written as Marshal writes them, nesting deeper than it follows, or text
+// that is not JSON); the round trip then tells.
+func Marshaled(s string, key, str func(string) bool) (string, bool) {
+	w := rewriter{s: s}
 	stack := make([]frame, 0, 8)
-	i := 0
+	members := make([]span, 0, 16)
+	i := w.space(0)
 	for {
 		// At the start of a value.
 		if i >= len(s) {
-			return false
+			return "", false
 		}
 		switch c := s[i]; c {
 		case '{', '[':
-			if i+1 < len(s) && s[i+1] == c+2 { // '}' is '{'+2, ']' is '['+2
-				i += 2
+			if len(stack) == maxCanonicalDepth {
+				return "", false
+			}
+			stack = append(stack, frame{obj: c == '{', open: w.pos(i), m0: len(members)})
+			i = w.space(i + 1)
+			if i < len(s) && s[i] == c+2 { // '}' is '{'+2, ']' is '['+2
+				stack = stack[:len(stack)-1]
+				i++
 				break
 			}
-			if len(stack) == maxCanonicalDepth {
-				return false
-			}
-			stack = append(stack, frame{obj: c == '{'})
-			i++
 			if c == '{' {
 				var ok bool
-				if i, ok = member(s, i, &stack[len(stack)-1], true, key); !ok {
-					return false
+				if i, members, ok = w.member(i, &stack[len(stack)-1], members, key); !ok {
+					return "", false
 				}
 			}
 			continue
 		case '"':
 			v, e, ok := canonicalString(s, i)
 			if !ok || !str(v) {
-				return false
+				return "", false
 			}
 			i = e
 		case 't':
 			if !strings.HasPrefix(s[i:], "true") {
-				return false
+				return "", false
 			}
 			i += len("true")
 		case 'f':
 			if !strings.HasPrefix(s[i:], "false") {
-				return false
+				return "", false
 			}
 			i += len("false")
 		case 'n':
 			if !strings.HasPrefix(s[i:], "null") {
-				return false
+				return "", false
 			}
 			i += len("null")
 		default:
 			e := numberEnd(s, i)
 			if e == i || !canonicalNumber(s[i:e]) {
-				return false
+				return "", false
 			}
 			i = e
 		}
 		// After a value: close what it ends, up to the next value.
 		for {
+			i = w.space(i)
 			if len(stack) == 0 {
-				return i == len(s)
+				if i != len(s) {
+					return "", false
+				}
+				return w.result(), true
 			}
 			if i >= len(s) {
-				return false
+				return "", false
 			}
 			top := &stack[len(stack)-1]
+			if top.obj && (s[i] == ',' || s[i] == '}') {
+				members[len(members)-1].end = w.pos(i)
+			}
 			if s[i] == ',' {
-				i++
+				i = w.space(i + 1)
 				if top.obj {
 					var ok bool
-					if i, ok = member(s, i, top, false, key); !ok {
-						return false
+					if i, members, ok = w.member(i, top, members, key); !ok {
+						return "", false
 					}
 				}
 				break
 			}
-			if top.obj && s[i] == '}' || !top.obj && s[i] == ']' {
-				stack = stack[:len(stack)-1]
-				i++
-				continue
+			if top.obj && s[i] == '}' {
+				if top.unsorted {
+					w.sort(i, top, members[top.m0:])
+				}
+				members = members[:top.m0]
+			} else if top.obj || s[i] != ']' {
+				return "", false
 			}
-			return false
+			stack = stack[:len(stack)-1]
+			i++
 		}
 	}
 }
 
-// frame is an object or array Canonical is in; prev is the last key of an
-// object, which the next must follow.
+// frame is an object or array Marshaled is in: where it opens in the
+// output, and for an object the index of its first member among the
+// members read, the last key read, and whether a key has come out of
+// order.
 type frame struct {
-	obj  bool
-	prev string
+	obj      bool
+	unsorted bool
+	open     int
+	m0       int
+	prev     string
+}
+
+// span is an object's member in the output: its key, decoded, and the
+// bytes from its key's opening quotation mark to the end of its value.
+type span struct {
+	key        string
+	start, end int
+}
+
+// rewriter is the output of Marshaled: s itself up to s[done] while out
+// is nil, and out followed by what of s from s[done] has been read
+// otherwise. The output is copied out of s only from the first byte it
+// must leave out or move.
+type rewriter struct {
+	s    string
+	out  []byte
+	done int
+}
+
+// pos returns where s[i] is in the output, i being past every byte left
+// out or moved.
+func (w *rewriter) pos(i int) int {
+	if w.out == nil {
+		return i
+	}
+	return len(w.out) + i - w.done
+}
+
+// flush writes the output up to s[i] into out.
+func (w *rewriter) flush(i int) {
+	if w.out == nil {
+		w.out = make([]byte, 0, len(w.s))
+	}
+	w.out = append(w.out, w.s[w.done:i]...)
+	w.done = i
+}
+
+// space leaves out the JSON white space at s[i], and returns where it
+// ends.
+func (w *rewriter) space(i int) int {
+	j := i
+	for j < len(w.s) && (w.s[j] == ' ' || w.s[j] == '\t' || w.s[j] == '\n' || w.s[j] == '\r') {
+		j++
+	}
+	if j > i {
+		w.flush(i)
+		w.done = j
+	}
+	return j
+}
+
+// result returns the whole output.
+func (w *rewriter) result() string {
+	if w.out == nil {
+		return w.s
+	}
+	w.flush(len(w.s))
+	return string(w.out)
 }
 
 // member reads the key of an object's member that starts at s[i] and the
 // colon after it, and returns where the member's value starts.
-func member(s string, i int, f *frame, first bool, key func(string) bool) (int, bool) {
+func (w *rewriter) member(i int, f *frame, members []span, key func(string) bool) (int, []span, bool) {
+	s := w.s
 	if i >= len(s) || s[i] != '"' {
-		return 0, false
+		return 0, members, false
 	}
 	k, e, ok := canonicalString(s, i)
-	if !ok || !first && k <= f.prev || e >= len(s) || s[e] != ':' || !key(k) {
-		return 0, false
+	if !ok || !key(k) {
+		return 0, members, false
+	}
+	if len(members) > f.m0 && k <= f.prev {
+		f.unsorted = true
 	}
 	f.prev = k
-	return e + 1, true
+	members = append(members, span{key: k, start: w.pos(i)})
+	e = w.space(e)
+	if e >= len(s) || s[e] != ':' {
+		return 0, members, false
+	}
+	return w.space(e + 1), members, true
+}
+
+// sort writes the members ms of the object f, which closes at s[i], in
+// the order Marshal writes a map's entries, keeping only the last of equal
+// keys as Unmarshal does.
+func (w *rewriter) sort(i int, f *frame, ms []span) {
+	w.flush(i)
+	base := f.open + 1
+	written := slices.Clone(w.out[base:])
+	slices.SortStableFunc(ms, func(a, b span) int { return strings.Compare(a.key, b.key) })
+	w.out = w.out[:base]
+	for j, m := range ms {
+		if j+1 < len(ms) && ms[j+1].key == m.key {
+			continue
+		}
+		if len(w.out) > base {
+			w.out = append(w.out, ',')
+		}
+		w.out = append(w.out, written[m.start-base:m.end-base]...)
+	}
 }
 
 // plain marks the ASCII bytes that encoding/json's Marshal writes as they
