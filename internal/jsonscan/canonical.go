@@ -112,8 +112,8 @@ func Marshaled(s string, key, str func(string) bool) (string, bool) {
 				break
 			}
 			if top.obj && s[i] == '}' {
-				if top.unsorted {
-					w.sort(i, top, members[top.m0:])
+				if top.unsorted && !w.sort(i, top, members[top.m0:]) {
+					return "", false
 				}
 				members = members[:top.m0]
 			} else if top.obj || s[i] != ']' {
@@ -149,10 +149,18 @@ type span struct {
 // otherwise. The output is copied out of s only from the first byte it
 // must leave out or move.
 type rewriter struct {
-	s    string
-	out  []byte
-	done int
+	s     string
+	out   []byte
+	done  int
+	moved int // bytes sort has moved, bounded by maxMoved
 }
+
+// maxMoved bounds the bytes sort may move, as a multiple of the text's
+// length. An object is moved again with every object around it that is
+// sorted, so text of deeply nested objects out of order would cost its
+// length times its depth; such text is left to encoding/json, which costs
+// its length.
+const maxMoved = 4
 
 // pos returns where s[i] is in the output, i being past every byte left
 // out or moved.
@@ -220,10 +228,14 @@ func (w *rewriter) member(i int, f *frame, members []span, key func(string) bool
 
 // sort writes the members ms of the object f, which closes at s[i], in
 // the order Marshal writes a map's entries, keeping only the last of equal
-// keys as Unmarshal does.
-func (w *rewriter) sort(i int, f *frame, ms []span) {
+// keys as Unmarshal does. It reports false, having done nothing, when
+// that would move more than its bound.
+func (w *rewriter) sort(i int, f *frame, ms []span) bool {
 	w.flush(i)
 	base := f.open + 1
+	if w.moved += len(w.out) - base; w.moved > maxMoved*len(w.s) {
+		return false
+	}
 	written := slices.Clone(w.out[base:])
 	slices.SortStableFunc(ms, func(a, b span) int { return strings.Compare(a.key, b.key) })
 	w.out = w.out[:base]
@@ -236,6 +248,7 @@ func (w *rewriter) sort(i int, f *frame, ms []span) {
 		}
 		w.out = append(w.out, written[m.start-base:m.end-base]...)
 	}
+	return true
 }
 
 // plain marks the ASCII bytes that encoding/json's Marshal writes as they
@@ -280,7 +293,9 @@ func canonicalString(s string, i int) (string, int, bool) {
 // escapedString goes on with canonicalString from s[j], the first
 // backslash of the string that starts at s[start], decoding into a copy.
 func escapedString(s string, start, j int) (string, int, bool) {
-	b := make([]byte, 0, len(s)-start)
+	// The string's length is not known yet: room for what is read and a
+	// little more, which append grows as a string of that length needs.
+	b := make([]byte, 0, j-start+32)
 	b = append(b, s[start:j]...)
 	for j < len(s) {
 		c := s[j]

@@ -157,6 +157,8 @@ var canonicalCases = []struct {
 	{``, ""},
 	{strings.Repeat("[", 1100) + strings.Repeat("]", 1100), ""},
 	{strings.Repeat("[", 999) + strings.Repeat("]", 999), "="},
+	{strings.Repeat(`{"b":`, 900) + "1" + strings.Repeat(`,"a":1}`, 900), ""}, // sorting would move too much
+	{strings.Repeat(`{"b":`, 3) + "1" + strings.Repeat(`,"a":1}`, 3), `{"a":1,"b":{"a":1,"b":{"a":1,"b":1}}}`},
 }
 
 // TestMarshaled checks Marshaled's answer for each case, and the round
