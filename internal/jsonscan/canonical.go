@@ -8,10 +8,10 @@ import (
 	"unicode/utf8"
 )
 
-// maxCanonicalDepth bounds the nesting Canonical follows, well below the
+// maxDepth bounds the nesting Marshaled follows, well below the
 // 10000 levels past which encoding/json refuses text: what is deeper is
 // left to encoding/json, whose answer for it Marshaled does not know.
-const maxCanonicalDepth = 1000
+const maxDepth = 1000
 
 // Marshaled returns what encoding/json's Marshal writes for the value its
 // Unmarshal decodes from s into an any, when it can tell without building
@@ -40,7 +40,7 @@ func Marshaled(s string, key, str func(string) bool) (string, bool) {
 		}
 		switch c := s[i]; c {
 		case '{', '[':
-			if len(stack) == maxCanonicalDepth {
+			if len(stack) == maxDepth {
 				return "", false
 			}
 			stack = append(stack, frame{obj: c == '{', open: w.pos(i), m0: len(members)})
