@@ -266,87 +266,100 @@ var plain = func() (t [utf8.RuneSelf]bool) {
 // it. Without escapes the string is a part of s and costs nothing.
 func canonicalString(s string, i int) (string, int, bool) {
 	start := i + 1
-	for j := start; j < len(s); {
+	j := plainEnd(s, start)
+	switch {
+	case j == len(s):
+		return "", 0, false
+	case s[j] == '"':
+		return s[start:j], j + 1, true
+	case s[j] == '\\':
+		return escapedString(s, start, j)
+	}
+	return "", 0, false
+}
+
+// plainEnd returns the index of the first byte at or after s[j] that
+// Marshal would not write as it is inside a string: a byte that is not
+// plain (see plain), or that starts no valid UTF-8 sequence, or that
+// starts U+2028 or U+2029.
+func plainEnd(s string, j int) int {
+	for j < len(s) {
 		c := s[j]
 		if c < utf8.RuneSelf {
-			switch {
-			case plain[c]:
-				j++
-			case c == '"':
-				return s[start:j], j + 1, true
-			case c == '\\':
-				return escapedString(s, start, j)
-			default:
-				return "", 0, false
+			if !plain[c] {
+				return j
 			}
+			j++
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[j:])
 		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
-			return "", 0, false
+			return j
 		}
 		j += size
 	}
-	return "", 0, false
+	return j
 }
 
 // escapedString goes on with canonicalString from s[j], the first
 // backslash of the string that starts at s[start], decoding into a copy.
 func escapedString(s string, start, j int) (string, int, bool) {
-	// The string's length is not known yet: room for what is read and a
-	// little more, which append grows as a string of that length needs.
-	b := make([]byte, 0, j-start+32)
-	b = append(b, s[start:j]...)
-	for j < len(s) {
-		c := s[j]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[j:])
-			if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
-				return "", 0, false
-			}
-			b = append(b, s[j:j+size]...)
-			j += size
-			continue
+	// Decoded, the string is no longer than it is written, up to the
+	// first quotation mark no backslash escapes.
+	end := j
+	for end < len(s) && s[end] != '"' {
+		if s[end] == '\\' {
+			end++
 		}
-		switch {
-		case plain[c]:
-			b = append(b, c)
-			j++
-			continue
-		case c == '"':
-			return string(b), j + 1, true
-		case c != '\\' || j+1 >= len(s):
+		end++
+	}
+	if end >= len(s) {
+		return "", 0, false
+	}
+	var b strings.Builder
+	b.Grow(end - start)
+	b.WriteString(s[start:j])
+	for {
+		// At a backslash.
+		if j+1 >= len(s) {
 			return "", 0, false
 		}
-		var d byte
-		switch s[j+1] {
+		switch e := s[j+1]; e {
 		case '"', '\\':
-			d = s[j+1]
+			b.WriteByte(e)
 		case 'b':
-			d = '\b'
+			b.WriteByte('\b')
 		case 'f':
-			d = '\f'
+			b.WriteByte('\f')
 		case 'n':
-			d = '\n'
+			b.WriteByte('\n')
 		case 'r':
-			d = '\r'
+			b.WriteByte('\r')
 		case 't':
-			d = '\t'
+			b.WriteByte('\t')
 		case 'u':
 			r, ok := canonicalEscape(s[j+2:])
 			if !ok {
 				return "", 0, false
 			}
-			b = utf8.AppendRune(b, r)
-			j += len(`\u0000`)
-			continue
+			b.WriteRune(r)
+			j += len(`\u0000`) - len(`\n`)
 		default:
 			return "", 0, false
 		}
-		b = append(b, d)
-		j += 2
+		j += len(`\n`)
+		k := plainEnd(s, j)
+		b.WriteString(s[j:k])
+		switch {
+		case k == len(s):
+			return "", 0, false
+		case s[k] == '"':
+			return b.String(), k + 1, true
+		case s[k] != '\\':
+			return "", 0, false
+		}
+		j = k
 	}
-	return "", 0, false
 }
 
 // canonicalEscape decodes the four hexadecimal digits of a \u escape at
