@@ -4,6 +4,8 @@
 // JSON: a caller that needs valid JSON checks it first (json.Valid), or
 // decodes what it found with encoding/json afterwards. Keys are matched as
 // they are written (escapes decoded), exactly, as the MCP SDK matches them.
+// [Marshaled], which stands in for a round trip through encoding/json,
+// checks every rule, and leaves to encoding/json whatever it does not know.
 package jsonscan
 
 import (
