@@ -1,6 +1,10 @@
 package jsonscan
 
-import "unicode/utf8"
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
 
 // PlainString returns the text of b when b is exactly one JSON string, with
 // no white space around it, whose text is its own bytes: no escapes, no
@@ -74,4 +78,53 @@ func digits(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// MembersKnown is Members, except that a key written without escapes that
+// equals one of known is given as that string of known, not as a copy:
+// a caller that reads many objects of the same few keys (the members of a
+// JSON-RPC message) does not allocate each key anew.
+func MembersKnown(b []byte, i int, known []string, f func(key string, vs, ve int)) error {
+	i = SkipSpace(b, i)
+	if i >= len(b) || b[i] != '{' {
+		return ErrSyntax
+	}
+	return items(b, i, '}', func(i int) (int, error) {
+		if i >= len(b) || b[i] != '"' {
+			return 0, ErrSyntax
+		}
+		ke, err := stringEnd(b, i)
+		if err != nil {
+			return 0, err
+		}
+		var key string
+		if raw := b[i+1 : ke-1]; bytes.IndexByte(raw, '\\') >= 0 {
+			if json.Unmarshal(b[i:ke], &key) != nil {
+				return 0, ErrSyntax
+			}
+		} else {
+			key = knownKey(raw, known)
+		}
+		i = SkipSpace(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return 0, ErrSyntax
+		}
+		vs := SkipSpace(b, i+1)
+		ve, _, err := Value(b, vs)
+		if err != nil {
+			return 0, err
+		}
+		f(key, vs, ve)
+		return ve, nil
+	})
+}
+
+// knownKey is the string of known equal to raw, else a copy of raw.
+func knownKey(raw []byte, known []string) string {
+	for _, k := range known {
+		if string(raw) == k {
+			return k
+		}
+	}
+	return string(raw)
 }

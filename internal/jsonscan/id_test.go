@@ -3,8 +3,10 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // idCases are the seeds of the tests of PlainString and Number: strings
@@ -96,4 +98,55 @@ func FuzzNumber(f *testing.F) {
 			t.Fatalf("Number(%q) = %v, want %v", b, got, want)
 		}
 	})
+}
+
+type member struct {
+	key    string
+	vs, ve int
+}
+
+// membersOf is what f of Members or MembersKnown is called with, and the
+// error.
+func membersOf(scan func(f func(key string, vs, ve int)) error) ([]member, error) {
+	var out []member
+	err := scan(func(key string, vs, ve int) { out = append(out, member{key, vs, ve}) })
+	return out, err
+}
+
+var knownKeys = []string{"jsonrpc", "id", "method", "params", "name"}
+
+// FuzzMembersKnown checks that MembersKnown reads every object as Members
+// does.
+func FuzzMembersKnown(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`,
+		`{"i\u0064":1,"id":2,"idx":3,"i":4,"":5}`, ` { "name" : [1,{"a":"}"}] } `, "{\"\xff\":1}",
+		`{"a":1,}`, `{"a"}`, `[]`, `{"a\x":1}`, `{`,
+	} {
+		f.Add([]byte(s), 0)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, i int) {
+		if i < 0 || i > len(b) {
+			i = 0
+		}
+		want, werr := membersOf(func(f func(string, int, int)) error { return Members(b, i, f) })
+		got, gerr := membersOf(func(f func(string, int, int)) error { return MembersKnown(b, i, knownKeys, f) })
+		if (gerr == nil) != (werr == nil) || !slices.Equal(got, want) {
+			t.Fatalf("MembersKnown(%q, %d) = %v, %v; Members: %v, %v", b, i, got, gerr, want, werr)
+		}
+	})
+}
+
+func TestMembersKnownSharesKeys(t *testing.T) {
+	b := []byte(`{"id":1,"i\u0064":2,"idx":3}`)
+	got, err := membersOf(func(f func(string, int, int)) error { return MembersKnown(b, 0, knownKeys, f) })
+	if err != nil || len(got) != 3 {
+		t.Fatalf("MembersKnown(%s) = %v, %v", b, got, err)
+	}
+	if unsafe.StringData(got[0].key) != unsafe.StringData(knownKeys[1]) {
+		t.Errorf("the key %q is a copy, not the known one", got[0].key)
+	}
+	if got[1].key != "id" || got[2].key != "idx" {
+		t.Errorf("keys %q and %q, want id and idx", got[1].key, got[2].key)
+	}
 }
