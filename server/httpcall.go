@@ -125,6 +125,22 @@ func (s *Server) keepSessions(timeout time.Duration, next http.Handler) http.Han
 // response it writes to.
 type callKey struct{}
 
+// callContext is the context of a call of serveCall: it carries the
+// call's fastCall under callKey, as context.WithValue would, and holds it
+// and the call's response, so that the three are allocated as one.
+type callContext struct {
+	context.Context
+	fc  fastCall
+	out callStream
+}
+
+func (c *callContext) Value(key any) any {
+	if _, ok := key.(callKey); ok {
+		return &c.fc
+	}
+	return c.Context.Value(key)
+}
+
 // fastCall is one tools/call served by serveCalls or serveCall26.
 type fastCall struct {
 	ws *webSession
@@ -408,12 +424,18 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, ws *webSessio
 	}
 	s.mu.Lock()
 	hasOutput, served := s.outputs[name]
+	// What the server keeps of the session, found under the same lock as
+	// the tool: the server's one lock is taken by every call of every
+	// client. A session it does not keep gets what session gives it.
+	cs := s.sessions[ss]
 	s.mu.Unlock()
 	if !served {
 		return false
 	}
+	if cs == nil {
+		cs = s.session(ss)
+	}
 
-	cs := s.session(ss)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(cs.ctx, cancel)
@@ -436,8 +458,11 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, ws *webSessio
 		ws.mu.Unlock()
 	}()
 
-	out := newCallStream(w, cancel)
-	ctx = context.WithValue(ctx, callKey{}, &fastCall{ws: ws, cur: out})
+	cc := &callContext{Context: ctx}
+	out := &cc.out
+	out.init(w, cancel)
+	cc.fc.ws, cc.fc.cur = ws, out
+	ctx = cc
 	req := &sdk.CallToolRequest{Session: ss,
 		Params: &sdk.CallToolParamsRaw{Name: name, Arguments: args, Meta: meta},
 		Extra:  &sdk.RequestExtra{Header: r.Header}}
@@ -693,7 +718,15 @@ const streamQueue = 64
 var streamWriteTimeout = 10 * time.Second
 
 func newCallStream(w http.ResponseWriter, cancel context.CancelFunc) *callStream {
-	return &callStream{w: w, cancel: cancel, gone: make(chan struct{})}
+	c := &callStream{}
+	c.init(w, cancel)
+	return c
+}
+
+// init readies c, a callStream not yet used, to carry the response w of
+// the call that cancel ends.
+func (c *callStream) init(w http.ResponseWriter, cancel context.CancelFunc) {
+	c.w, c.cancel, c.gone = w, cancel, make(chan struct{})
 }
 
 // start begins the event stream, once. c.mu is held.
