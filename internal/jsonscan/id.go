@@ -38,37 +38,7 @@ func PlainString(b []byte) ([]byte, bool) {
 // ParseFloat alone takes more (hexadecimal, "Inf", "NaN", underscores, a
 // leading "+" or "."), which JSON does not.
 func Number(b []byte) bool {
-	i := 0
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		i = digits(b, i+1)
-	default:
-		return false
-	}
-	if i < len(b) && b[i] == '.' {
-		j := digits(b, i+1)
-		if j == i+1 {
-			return false
-		}
-		i = j
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j := digits(b, i)
-		if j == i {
-			return false
-		}
-		i = j
-	}
-	return i == len(b)
+	return len(b) > 0 && numberEnd(b, 0) == len(b)
 }
 
 // digits returns the index of the first byte at or after i that is not a
