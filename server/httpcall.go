@@ -176,7 +176,7 @@ type message map[string]json.RawMessage
 // members are slices of b, which the caller keeps unchanged. False for
 // anything but an object.
 func readMessage(b []byte) (message, bool) {
-	if !json.Valid(b) {
+	if !jsonscan.Valid(b) {
 		return nil, false
 	}
 	m := message{}
