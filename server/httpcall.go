@@ -367,10 +367,11 @@ func (m message) object(key string) (message, bool) {
 }
 
 // toolCall reads the id, the tool's name, the params and the arguments of
-// a tools/call (a message readMessage read) that lathe's own path can serve: params of no other keys
-// than name, arguments, _meta and the extra ones named, and arguments that
-// are an object or null (nil). It reports false for anything else, which
-// the SDK's handler serves (and answers when malformed).
+// a tools/call (a message readMessage read) that lathe's own path can
+// serve: params of no other keys than name, arguments, _meta and the extra
+// ones named, and arguments that are an object or null (nil). It reports
+// false for anything else, which the SDK's handler serves (and answers when
+// malformed).
 func toolCall(m message, extra ...string) (key, name string, p message, args json.RawMessage, ok bool) {
 	if key, ok = idKey(m["id"]); !ok {
 		return
