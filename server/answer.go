@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
+
+	"github.com/lathe-tools/lathe/internal/jsonscan"
 )
 
 // endWithAnswer sends the answer to a POSTed request and the end of its
@@ -61,6 +64,18 @@ func postedID(body []byte) (any, bool) {
 // decodedID decodes a JSON-RPC id as the SDK takes it: a string, or a
 // number, compared as a float64.
 func decodedID(raw json.RawMessage) (any, bool) {
+	// An id as clients write it, a number or a string without escapes,
+	// is read where it is; json.Unmarshal takes the rest.
+	if s, ok := jsonscan.PlainString(raw); ok {
+		return string(s), true
+	}
+	if jsonscan.Number(raw) {
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil {
+			return nil, false
+		}
+		return f, true
+	}
 	var id any
 	if json.Unmarshal(raw, &id) != nil {
 		return nil, false

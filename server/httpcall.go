@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lathe-tools/lathe/internal/jsonscan"
+	"github.com/lathe-tools/lathe/internal/mcpconv"
 )
 
 // The HTTP face's own path for tools/call.
@@ -124,6 +125,22 @@ func (s *Server) keepSessions(timeout time.Duration, next http.Handler) http.Han
 // response it writes to.
 type callKey struct{}
 
+// callContext is the context of a call of serveCall: it carries the
+// call's fastCall under callKey, as context.WithValue would, and holds it
+// and the call's response, so that the three are allocated as one.
+type callContext struct {
+	context.Context
+	fc  fastCall
+	out callStream
+}
+
+func (c *callContext) Value(key any) any {
+	if _, ok := key.(callKey); ok {
+		return &c.fc
+	}
+	return c.Context.Value(key)
+}
+
 // fastCall is one tools/call served by serveCalls or serveCall26.
 type fastCall struct {
 	ws *webSession
@@ -159,20 +176,38 @@ type message map[string]json.RawMessage
 // members are slices of b, which the caller keeps unchanged. False for
 // anything but an object.
 func readMessage(b []byte) (message, bool) {
-	if !json.Valid(b) {
+	if !jsonscan.Valid(b) {
 		return nil, false
 	}
 	m := message{}
-	if jsonscan.Members(b, 0, func(key string, vs, ve int) { m[key] = json.RawMessage(b[vs:ve:ve]) }) != nil {
+	if jsonscan.MembersKnown(b, 0, messageKeys, func(key string, vs, ve int) { m[key] = json.RawMessage(b[vs:ve:ve]) }) != nil {
 		return nil, false
 	}
 	return m, true
 }
 
+// messageKeys are the keys of a tools/call and its params, which reading a
+// message takes without copying them.
+var messageKeys = []string{"jsonrpc", "id", "method", "params", "name", "arguments", "_meta"}
+
+// str is the member key when it is a string, "" when it is null (as
+// json.Unmarshal leaves a string), false when it is absent or anything
+// else. A string without escapes is taken as it is written; the rest is
+// decoded by json.Unmarshal.
 func (m message) str(key string) (string, bool) {
 	raw, ok := m[key]
 	if !ok {
 		return "", false
+	}
+	if s, ok := jsonscan.PlainString(raw); ok {
+		// The values every call carries are not copied.
+		switch string(s) {
+		case "2.0":
+			return "2.0", true
+		case "tools/call":
+			return "tools/call", true
+		}
+		return string(s), true
 	}
 	var v string
 	if json.Unmarshal(raw, &v) != nil {
@@ -184,6 +219,19 @@ func (m message) str(key string) (string, bool) {
 // idKey is the key of a JSON-RPC id (a string or a number), as the SDK
 // compares them; false for anything else.
 func idKey(raw json.RawMessage) (string, bool) {
+	// An id as clients write it, a number or a string without escapes,
+	// is read where it is; decodedID takes the rest.
+	if s, ok := jsonscan.PlainString(raw); ok {
+		return "s" + string(s), true
+	}
+	if jsonscan.Number(raw) {
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil {
+			return "", false
+		}
+		var buf [32]byte
+		return string(strconv.AppendFloat(append(buf[:0], 'n'), f, 'g', -1, 64)), true
+	}
 	v, ok := decodedID(raw)
 	if !ok {
 		return "", false
@@ -305,16 +353,30 @@ func acceptsBoth(values []string) bool {
 	return jsonOK && streamOK
 }
 
+// object reads the member key, an object, as readMessage reads a message;
+// false when it is absent or not an object. m is a message readMessage
+// read, and its members, parts of valid JSON, are valid JSON themselves:
+// they are not checked again.
+func (m message) object(key string) (message, bool) {
+	b := m[key]
+	p := message{}
+	if jsonscan.MembersKnown(b, 0, messageKeys, func(key string, vs, ve int) { p[key] = json.RawMessage(b[vs:ve:ve]) }) != nil {
+		return nil, false
+	}
+	return p, true
+}
+
 // toolCall reads the id, the tool's name, the params and the arguments of
-// a tools/call that lathe's own path can serve: params of no other keys
-// than name, arguments, _meta and the extra ones named, and arguments that
-// are an object or null (nil). It reports false for anything else, which
-// the SDK's handler serves (and answers when malformed).
+// a tools/call (a message readMessage read) that lathe's own path can
+// serve: params of no other keys than name, arguments, _meta and the extra
+// ones named, and arguments that are an object or null (nil). It reports
+// false for anything else, which the SDK's handler serves (and answers when
+// malformed).
 func toolCall(m message, extra ...string) (key, name string, p message, args json.RawMessage, ok bool) {
 	if key, ok = idKey(m["id"]); !ok {
 		return
 	}
-	if p, ok = readMessage(m["params"]); !ok {
+	if p, ok = m.object("params"); !ok {
 		return "", "", nil, nil, false
 	}
 	if name, ok = p.str("name"); !ok {
@@ -363,12 +425,18 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, ws *webSessio
 	}
 	s.mu.Lock()
 	hasOutput, served := s.outputs[name]
+	// What the server keeps of the session, found under the same lock as
+	// the tool: the server's one lock is taken by every call of every
+	// client. A session it does not keep gets what session gives it.
+	cs := s.sessions[ss]
 	s.mu.Unlock()
 	if !served {
 		return false
 	}
+	if cs == nil {
+		cs = s.session(ss)
+	}
 
-	cs := s.session(ss)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(cs.ctx, cancel)
@@ -391,19 +459,42 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, ws *webSessio
 		ws.mu.Unlock()
 	}()
 
-	out := newCallStream(w, cancel)
-	ctx = context.WithValue(ctx, callKey{}, &fastCall{ws: ws, cur: out})
+	cc := &callContext{Context: ctx}
+	out := &cc.out
+	out.init(w, cancel)
+	cc.fc.ws, cc.fc.cur = ws, out
+	ctx = cc
 	req := &sdk.CallToolRequest{Session: ss,
 		Params: &sdk.CallToolParamsRaw{Name: name, Arguments: args, Meta: meta},
 		Extra:  &sdk.RequestExtra{Header: r.Header}}
 	res, err := s.handler(name, hasOutput)(ctx, req)
-	var body []byte
+	out.answer(answerOf(m["id"], res, err))
+	return true
+}
+
+// answerOf is the JSON-RPC response to the tools/call id that ended with
+// res and err: res, with content [] when it has none, or err as a JSON-RPC
+// error. A result of the shapes lathe's tools give is written straight
+// into the response (mcpconv.AppendCallToolResult), others through
+// json.Marshal; the bytes are the same.
+func answerOf(id json.RawMessage, res *sdk.CallToolResult, err error) []byte {
 	if err == nil && res == nil {
 		res = &sdk.CallToolResult{}
 	}
+	var body []byte
 	if err == nil {
 		if res.Content == nil {
 			res.Content = []sdk.Content{}
+		}
+		size := len(responseHead) + len(id) + len(`,"result":{"content":[]}}`)
+		for _, c := range res.Content {
+			if t, ok := c.(*sdk.TextContent); ok && t != nil {
+				size += len(`{"type":"text","text":""},`) + len(t.Text)
+			}
+		}
+		b := append(append(append(make([]byte, 0, size), responseHead...), id...), `,"result":`...)
+		if b, ok := mcpconv.AppendCallToolResult(b, res); ok {
+			return append(b, '}')
 		}
 		body, err = json.Marshal(res)
 	}
@@ -411,16 +502,18 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, ws *webSessio
 	if err != nil && !errors.As(err, &rpcErr) {
 		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	out.answer(encodeResponse(m["id"], body, rpcErr))
-	return true
+	return encodeResponse(id, body, rpcErr)
 }
+
+// responseHead begins every JSON-RPC response, up to its id.
+const responseHead = `{"jsonrpc":"2.0","id":`
 
 // encodeResponse is the JSON-RPC response to the request id: result, or
 // rpcErr when it is set.
 func encodeResponse(id json.RawMessage, result []byte, rpcErr *jsonrpc.Error) []byte {
 	var b bytes.Buffer
 	b.Grow(len(result) + len(id) + 40)
-	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.WriteString(responseHead)
 	b.Write(id)
 	if rpcErr != nil {
 		e, _ := json.Marshal(rpcErr)
@@ -626,7 +719,15 @@ const streamQueue = 64
 var streamWriteTimeout = 10 * time.Second
 
 func newCallStream(w http.ResponseWriter, cancel context.CancelFunc) *callStream {
-	return &callStream{w: w, cancel: cancel, gone: make(chan struct{})}
+	c := &callStream{}
+	c.init(w, cancel)
+	return c
+}
+
+// init readies c, a callStream not yet used, to carry the response w of
+// the call that cancel ends.
+func (c *callStream) init(w http.ResponseWriter, cancel context.CancelFunc) {
+	c.w, c.cancel, c.gone = w, cancel, make(chan struct{})
 }
 
 // start begins the event stream, once. c.mu is held.
