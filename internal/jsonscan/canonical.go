@@ -8,10 +8,10 @@ import (
 	"unicode/utf8"
 )
 
-// maxDepth bounds the nesting Marshaled follows, well below the
+// maxMarshaledDepth bounds the nesting Marshaled follows, well below the
 // 10000 levels past which encoding/json refuses text: what is deeper is
 // left to encoding/json, whose answer for it Marshaled does not know.
-const maxDepth = 1000
+const maxMarshaledDepth = 1000
 
 // Marshaled returns what encoding/json's Marshal writes for the value its
 // Unmarshal decodes from s into an any, when it can tell without building
@@ -40,7 +40,7 @@ func Marshaled(s string, key, str func(string) bool) (string, bool) {
 		}
 		switch c := s[i]; c {
 		case '{', '[':
-			if len(stack) == maxDepth {
+			if len(stack) == maxMarshaledDepth {
 				return "", false
 			}
 			stack = append(stack, frame{obj: c == '{', open: w.pos(i), m0: len(members)})
@@ -79,7 +79,7 @@ func Marshaled(s string, key, str func(string) bool) (string, bool) {
 			}
 			i += len("null")
 		default:
-			e := numberEnd(s, i)
+			e := numberRunEnd(s, i)
 			if e == i || !canonicalNumber(s[i:e]) {
 				return "", false
 			}
@@ -390,9 +390,9 @@ func canonicalEscape(s string) (rune, bool) {
 	return 0, false
 }
 
-// numberEnd returns the end of the run of bytes a JSON number may hold
+// numberRunEnd returns the end of the run of bytes a JSON number may hold
 // that starts at s[i].
-func numberEnd(s string, i int) int {
+func numberRunEnd(s string, i int) int {
 	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '-' || s[i] == '+' || s[i] == '.' || s[i] == 'e' || s[i] == 'E') {
 		i++
 	}
