@@ -496,19 +496,28 @@ approval = "allow"
 	side := httpSide(name, "up__echo", addr, httpClient("Authorization", "Bearer "+token), cmd.Process)
 	side.check = func(calls int) error {
 		// The audit log must hold a finished record of every call timed.
+		// This process sees them once lathe's writer has committed them,
+		// tens of milliseconds after the calls (its journal is lathe's
+		// alone while lathe lives).
 		s, err := audit.Open(filepath.Join(ws, ".lathe", "lathe.db"))
 		if err != nil {
 			return fmt.Errorf("the audit log is not on: %v", err)
 		}
 		defer s.Close()
-		recs, err := s.List(context.Background(), audit.Filter{Tool: "up__echo", Outcome: "ok", Limit: -1})
-		if err != nil {
-			return fmt.Errorf("reading the audit log: %v", err)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			recs, err := s.List(context.Background(), audit.Filter{Tool: "up__echo", Outcome: "ok", Limit: -1})
+			if err != nil {
+				return fmt.Errorf("reading the audit log: %v", err)
+			}
+			if len(recs) >= calls {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the audit log holds %d finished calls of up__echo 10 s after the last, want at least %d", len(recs), calls)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		if len(recs) < calls {
-			return fmt.Errorf("the audit log holds %d finished calls of up__echo, want at least %d", len(recs), calls)
-		}
-		return nil
 	}
 	return side, nil
 }
