@@ -129,13 +129,20 @@ func startKilled(t *testing.T, ctx context.Context, path string, hold bool, env 
 // its own (no store: no journal replayed).
 func rawCount(t *testing.T, path string) int {
 	t.Helper()
+	return rawInt(t, path, `SELECT count(*) FROM calls`)
+}
+
+// rawInt answers query, whose answer is a number, with a connection of its
+// own to the database at path.
+func rawInt(t *testing.T, path, query string) int {
+	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM calls`).Scan(&n); err != nil {
+	if err := db.QueryRow(query).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -1048,14 +1055,5 @@ func TestIDBlocksGrow(t *testing.T) {
 // sequence reads the calls table's AUTOINCREMENT counter.
 func sequence(t *testing.T, path string) int64 {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var seq int64
-	if err := db.QueryRow(`SELECT seq FROM sqlite_sequence WHERE name = 'calls'`).Scan(&seq); err != nil {
-		t.Fatal(err)
-	}
-	return seq
+	return int64(rawInt(t, path, `SELECT seq FROM sqlite_sequence WHERE name = 'calls'`))
 }

@@ -10,7 +10,6 @@ package jsonscan
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 )
 
@@ -82,34 +81,7 @@ func Value(b []byte, i int) (end, depth int, err error) {
 // Members calls f with the key and value span of each member of the object
 // that starts at b[i] (after any space).
 func Members(b []byte, i int, f func(key string, vs, ve int)) error {
-	i = SkipSpace(b, i)
-	if i >= len(b) || b[i] != '{' {
-		return ErrSyntax
-	}
-	return items(b, i, '}', func(i int) (int, error) {
-		if i >= len(b) || b[i] != '"' {
-			return 0, ErrSyntax
-		}
-		ke, err := stringEnd(b, i)
-		if err != nil {
-			return 0, err
-		}
-		key := string(b[i+1 : ke-1])
-		if bytes.IndexByte(b[i:ke], '\\') >= 0 && json.Unmarshal(b[i:ke], &key) != nil {
-			return 0, ErrSyntax
-		}
-		i = SkipSpace(b, ke)
-		if i >= len(b) || b[i] != ':' {
-			return 0, ErrSyntax
-		}
-		vs := SkipSpace(b, i+1)
-		ve, _, err := Value(b, vs)
-		if err != nil {
-			return 0, err
-		}
-		f(key, vs, ve)
-		return ve, nil
-	})
+	return MembersKnown(b, i, nil, f)
 }
 
 // Elements calls f with the span and depth of each element of the array
