@@ -436,6 +436,13 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, ws *webSessio
 	if cs == nil {
 		cs = s.session(ss)
 	}
+	if cs.ctx.Err() != nil {
+		// The session has ended (its client sent DELETE, which ends its
+		// calls first): the SDK, which has forgotten it or is closing it,
+		// answers. The AfterFunc below would cancel the call only after it
+		// had started.
+		return false
+	}
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
