@@ -16,12 +16,11 @@ const (
 	// record is queued: long enough that a call's start and finish usually
 	// meet in the queue and become one row, and that calls at once share a
 	// commit; short enough that another process reading the log sees a
-	// record soon after it is written. A commit costs the writer about as
-	// much as a few rows (its pages written to the WAL with their
-	// checksums, the locks): at 20 ms, a gateway serving 16 clients had
-	// batches of about 90 rows and spent a quarter of the writer's time on
-	// commits, and one serving a client in sequence batches of about 40.
-	batchDelay = 50 * time.Millisecond
+	// record soon after it is written. A person who makes a call and then
+	// runs lathe audit finds it there: the command takes longer to start
+	// than a batch to build. (50 ms would save a gateway about 1 % of its
+	// processor time per call, and lose that.)
+	batchDelay = 20 * time.Millisecond
 	// maxBatch is how many queued records make the writer commit at once,
 	// without waiting out batchDelay.
 	maxBatch = 256

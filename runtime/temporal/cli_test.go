@@ -122,8 +122,15 @@ approval = "allow"
 	if code != 0 || !strings.Contains(out, "hello from "+filepath.Base(wdir)) {
 		t.Fatalf("lathe call hello: %d %q %s", code, out, errs)
 	}
-	code, out, errs = runLathe(t, wdir, "audit")
-	if code != 0 || !strings.Contains(out, "hello") {
-		t.Errorf("the worker's audit log does not record the call: %d %q %s", code, out, errs)
+	// The worker writes its records into SQLite in batches, which another
+	// process sees tens of milliseconds after the call.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code, out, errs = runLathe(t, wdir, "audit")
+		if code == 0 && strings.Contains(out, "hello") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker's audit log does not record the call 10 s after it: %d %q %s", code, out, errs)
+		}
 	}
 }
