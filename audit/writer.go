@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"slices"
@@ -76,6 +77,8 @@ type writer struct {
 	// inserts are the statements that insert n rows at once, by n,
 	// prepared when first needed.
 	inserts map[int]*sql.Stmt
+	// rawInserts are the driver's statements of insertRaw, by n.
+	rawInserts map[int]driver.Stmt
 	// batch is what the writer has taken from the queue and not yet
 	// committed; inBatch indexes it by record id.
 	batch   []*entry
@@ -99,7 +102,7 @@ func newWriter(wdb *sql.DB) (*writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &writer{conn: conn, inBatch: map[int64]*entry{}, inserts: map[int]*sql.Stmt{}}
+	w := &writer{conn: conn, inBatch: map[int64]*entry{}, inserts: map[int]*sql.Stmt{}, rawInserts: map[int]driver.Stmt{}}
 	for _, step := range []func() error{
 		func() error { _, err := conn.ExecContext(ctx, schemaSQL); return err },
 		func() error { return w.ops.prepare(ctx, conn) },
@@ -131,6 +134,12 @@ func (w *writer) close() {
 	for _, st := range w.inserts {
 		st.Close()
 	}
+	w.conn.Raw(func(any) error {
+		for _, st := range w.rawInserts {
+			st.Close()
+		}
+		return nil
+	})
 	w.ops.close()
 	w.conn.Close()
 }
@@ -163,7 +172,7 @@ func (w *writer) putAll(batch []*entry) error {
 			rows = append(rows, e)
 		}
 	}
-	args := make([]any, 0, 19*min(insertRows, len(rows)))
+	nv := make([]driver.NamedValue, 0, 19*min(insertRows, len(rows)))
 	for len(rows) > 0 {
 		part := rows[:min(insertRows, len(rows))]
 		rows = rows[len(part):]
@@ -173,21 +182,11 @@ func (w *writer) putAll(batch []*entry) error {
 			}
 			continue
 		}
-		st := w.inserts[len(part)]
-		if st == nil {
-			var err error
-			st, err = w.conn.PrepareContext(context.Background(),
-				`INSERT`+insertSQL+strings.Repeat(", "+insertRow, len(part)-1))
-			if err != nil {
-				return err
-			}
-			w.inserts[len(part)] = st
-		}
-		args = args[:0]
+		nv = nv[:0]
 		for _, e := range part {
-			args = rowArgs(args, e)
+			nv = rowValues(nv, e)
 		}
-		if _, err := st.Exec(args...); err != nil {
+		if err := w.insertRaw(len(part), nv); err != nil {
 			return err
 		}
 		for _, e := range part {
@@ -208,16 +207,55 @@ func (w *writer) putAll(batch []*entry) error {
 	return nil
 }
 
-// rowArgs appends the values of e's row, started or finished, as insertRow
-// takes them.
-func rowArgs(args []any, e *entry) []any {
+// insertRaw inserts n rows of values nv with the driver's statement,
+// prepared on the write connection when first needed: database/sql's
+// checks and conversions of every value cost a batch's rows about as much
+// as binding them.
+func (w *writer) insertRaw(n int, nv []driver.NamedValue) error {
+	return w.conn.Raw(func(dc any) error {
+		st := w.rawInserts[n]
+		if st == nil {
+			pc, ok := dc.(driver.ConnPrepareContext)
+			if !ok {
+				return errors.New("audit: the SQLite driver prepares no statement with a context")
+			}
+			var err error
+			if st, err = pc.PrepareContext(context.Background(), `INSERT`+insertSQL+strings.Repeat(", "+insertRow, n-1)); err != nil {
+				return err
+			}
+			w.rawInserts[n] = st
+		}
+		ex, ok := st.(driver.StmtExecContext)
+		if !ok {
+			return errors.New("audit: the SQLite driver's statement executes no statement with a context")
+		}
+		_, err := ex.ExecContext(context.Background(), nv)
+		return err
+	})
+}
+
+// rowValues appends the values of e's row, started or finished, as
+// insertRow takes them, numbered on from those in nv.
+func rowValues(nv []driver.NamedValue, e *entry) []driver.NamedValue {
 	r, f, status := e.start, &Record{}, StatusStarted
 	if e.finish != nil {
 		f, status = e.finish, StatusDone
 	}
-	return append(args, e.id, r.CallID, r.Parent, r.Time.UnixNano(), r.Tool, r.Arguments, status, r.ArgsBytes, r.PID,
-		r.Session, r.Kind, r.Server, f.Decision, f.DecidedBy, f.Reason, f.Outcome, int64(f.Duration), f.ResultBytes,
-		f.OperationsDropped)
+	for _, v := range [...]driver.Value{e.id, r.CallID, r.Parent, r.Time.UnixNano(), r.Tool, r.Arguments, status,
+		int64(r.ArgsBytes), int64(r.PID), r.Session, r.Kind, r.Server, f.Decision, f.DecidedBy, f.Reason, f.Outcome,
+		int64(f.Duration), int64(f.ResultBytes), int64(f.OperationsDropped)} {
+		nv = append(nv, driver.NamedValue{Ordinal: len(nv) + 1, Value: v})
+	}
+	return nv
+}
+
+// rowArgs appends the values of e's row, started or finished, as insertRow
+// takes them.
+func rowArgs(args []any, e *entry) []any {
+	for _, v := range rowValues(make([]driver.NamedValue, 0, 19), e) {
+		args = append(args, v.Value)
+	}
+	return args
 }
 
 // put writes one entry, within a transaction: a start as a new row
