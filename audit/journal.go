@@ -15,7 +15,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
+
+	"github.com/lathe-tools/lathe/internal/jsonscan"
 )
 
 // The journal is what makes a record durable before SQLite has it. Each
@@ -132,7 +133,7 @@ func finishLine(id int64, r *Record) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, `{"k":`...)
-			b = appendString(b, op.Kind)
+			b = jsonscan.AppendString(b, op.Kind)
 			b = appendStrField(b, "s", op.Subject)
 			b = appendStrField(b, "a", op.Approval)
 			b = appendStrField(b, "by", op.DecidedBy)
@@ -157,7 +158,7 @@ func appendStrField(b []byte, key, s string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, key...)
 	b = append(b, '"', ':')
-	return appendString(b, s)
+	return jsonscan.AppendString(b, s)
 }
 
 // appendIntField appends ,"key":n, unless n is zero.
@@ -169,52 +170,6 @@ func appendIntField(b []byte, key string, n int64) []byte {
 	b = append(b, key...)
 	b = append(b, '"', ':')
 	return strconv.AppendInt(b, n, 10)
-}
-
-// appendString appends s as a JSON string: quotes, backslashes and control
-// characters escaped, and each byte that is not UTF-8 replaced by U+FFFD, as
-// encoding/json does, so that every line is valid JSON whatever a tool
-// named or a client sent.
-func appendString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // record is the Record a start or a finish line holds.
