@@ -74,11 +74,9 @@ type writer struct {
 	conn                   *sql.Conn
 	insert, replay, finish *sql.Stmt
 	ops                    opStmts
-	// inserts are the statements that insert n rows at once, by n,
-	// prepared when first needed.
-	inserts map[int]*sql.Stmt
-	// rawInserts are the driver's statements of insertRaw, by n.
-	rawInserts map[int]driver.Stmt
+	// inserts are the driver's statements that insert n rows at once
+	// (insertRaw), by n, prepared when first needed.
+	inserts map[int]driver.Stmt
 	// batch is what the writer has taken from the queue and not yet
 	// committed; inBatch indexes it by record id.
 	batch   []*entry
@@ -102,7 +100,7 @@ func newWriter(wdb *sql.DB) (*writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &writer{conn: conn, inBatch: map[int64]*entry{}, inserts: map[int]*sql.Stmt{}, rawInserts: map[int]driver.Stmt{}}
+	w := &writer{conn: conn, inBatch: map[int64]*entry{}, inserts: map[int]driver.Stmt{}}
 	for _, step := range []func() error{
 		func() error { _, err := conn.ExecContext(ctx, schemaSQL); return err },
 		func() error { return w.ops.prepare(ctx, conn) },
@@ -131,11 +129,8 @@ func (w *writer) close() {
 			st.Close()
 		}
 	}
-	for _, st := range w.inserts {
-		st.Close()
-	}
 	w.conn.Raw(func(any) error {
-		for _, st := range w.rawInserts {
+		for _, st := range w.inserts {
 			st.Close()
 		}
 		return nil
@@ -213,7 +208,7 @@ func (w *writer) putAll(batch []*entry) error {
 // as binding them.
 func (w *writer) insertRaw(n int, nv []driver.NamedValue) error {
 	return w.conn.Raw(func(dc any) error {
-		st := w.rawInserts[n]
+		st := w.inserts[n]
 		if st == nil {
 			pc, ok := dc.(driver.ConnPrepareContext)
 			if !ok {
@@ -223,7 +218,7 @@ func (w *writer) insertRaw(n int, nv []driver.NamedValue) error {
 			if st, err = pc.PrepareContext(context.Background(), `INSERT`+insertSQL+strings.Repeat(", "+insertRow, n-1)); err != nil {
 				return err
 			}
-			w.rawInserts[n] = st
+			w.inserts[n] = st
 		}
 		ex, ok := st.(driver.StmtExecContext)
 		if !ok {
