@@ -439,15 +439,13 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, ws *webSessio
 	if cs.ctx.Err() != nil {
 		// The session has ended (its client sent DELETE, which ends its
 		// calls first): the SDK, which has forgotten it or is closing it,
-		// answers. The AfterFunc below would cancel the call only after it
-		// had started.
+		// answers.
 		return false
 	}
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	stop := context.AfterFunc(cs.ctx, cancel)
-	defer stop()
+	defer cs.onEnd(cancel)()
 	ws.mu.Lock()
 	if _, dup := ws.calls[key]; dup || ws.ended {
 		ws.mu.Unlock()

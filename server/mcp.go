@@ -157,6 +157,18 @@ type clientSession struct {
 	web *webSession
 }
 
+// onEnd arranges for cancel to run when cs ends, and returns what stops
+// that. When cs has ended already cancel runs at once, before onEnd
+// returns: context.AfterFunc would run it a moment later from a goroutine
+// of its own, after the work it was to stop had begun.
+func (cs *clientSession) onEnd(cancel context.CancelFunc) (stop func() bool) {
+	if cs.ctx.Err() != nil {
+		cancel()
+		return func() bool { return false }
+	}
+	return context.AfterFunc(cs.ctx, cancel)
+}
+
 // New returns a server of e's tools.
 func New(e *lathe.Engine, opts Options) *Server {
 	if opts.Name == "" {
@@ -205,8 +217,7 @@ func New(e *lathe.Engine, opts Options) *Server {
 			cs := s.session(ss)
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			stop := context.AfterFunc(cs.ctx, cancel)
-			defer stop()
+			defer cs.onEnd(cancel)()
 			return next(ctx, method, req)
 		}
 	})
