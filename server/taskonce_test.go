@@ -51,15 +51,7 @@ func TestTaskQuestionOncePerSession(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cs.Close()
-			if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "confirm", Arguments: map[string]any{},
-				Meta: sdk.Meta{"lathe/task": map[string]any{"ttl": 60000}}}); err != nil {
-				t.Fatal(err)
-			}
-			l, err := sdk.CallCustomMethod[*listIn, *listOut](ctx, cs, "tasks/list", &listIn{})
-			if err != nil || len(l.Tasks) != 1 {
-				t.Fatalf("tasks/list: %+v %v", l, err)
-			}
-			id := l.Tasks[0].TaskID
+			id := confirmTask(t, ctx, cs)
 			// The question is open: the task says so.
 			for {
 				g, err := sdk.CallCustomMethod[*taskIDIn, *taskOut](ctx, cs, "tasks/get", &taskIDIn{TaskID: id})

@@ -657,15 +657,7 @@ func TestTaskQuestionRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "confirm", Arguments: map[string]any{},
-		Meta: sdk.Meta{"lathe/task": map[string]any{"ttl": 60000}}}); err != nil {
-		t.Fatal(err)
-	}
-	l, err := sdk.CallCustomMethod[*listIn, *listOut](ctx, cs, "tasks/list", &listIn{})
-	if err != nil || len(l.Tasks) != 1 {
-		t.Fatalf("tasks/list: %+v %v", l, err)
-	}
-	res, err := sdk.CallCustomMethod[*taskIDIn, *sdk.CallToolResult](ctx, cs, "tasks/result", &taskIDIn{TaskID: l.Tasks[0].TaskID})
+	res, err := sdk.CallCustomMethod[*taskIDIn, *sdk.CallToolResult](ctx, cs, "tasks/result", &taskIDIn{TaskID: confirmTask(t, ctx, cs)})
 	if err != nil || !res.IsError || !strings.Contains(text(res), "no one here to ask") {
 		t.Errorf("a task whose question was refused: %+v %v", res, err)
 	}

@@ -597,15 +597,7 @@ func TestTaskAsksItsClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "confirm", Arguments: map[string]any{},
-		Meta: sdk.Meta{"lathe/task": map[string]any{"ttl": 60000}}}); err != nil {
-		t.Fatal(err)
-	}
-	l, err := sdk.CallCustomMethod[*listIn, *listOut](ctx, cs, "tasks/list", &listIn{})
-	if err != nil || len(l.Tasks) != 1 {
-		t.Fatalf("tasks/list: %+v %v", l, err)
-	}
-	id := l.Tasks[0].TaskID
+	id := confirmTask(t, ctx, cs)
 	var r *sdk.ElicitRequest
 	select {
 	case r = <-asked:
@@ -658,6 +650,21 @@ func TestTaskKeepsThePolicy(t *testing.T) {
 
 // addTaskMethods lets the go-sdk client c send the task methods of MCP
 // 2025-11-25, which it does not know.
+// confirmTask calls the confirm tool as a task (lathe's "lathe/task") and
+// returns the id of the one task the session then lists.
+func confirmTask(t *testing.T, ctx context.Context, cs *sdk.ClientSession) string {
+	t.Helper()
+	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "confirm", Arguments: map[string]any{},
+		Meta: sdk.Meta{"lathe/task": map[string]any{"ttl": 60000}}}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := sdk.CallCustomMethod[*listIn, *listOut](ctx, cs, "tasks/list", &listIn{})
+	if err != nil || len(l.Tasks) != 1 {
+		t.Fatalf("tasks/list: %+v %v", l, err)
+	}
+	return l.Tasks[0].TaskID
+}
+
 func addTaskMethods(t *testing.T, c *sdk.Client) {
 	t.Helper()
 	for _, err := range []error{
