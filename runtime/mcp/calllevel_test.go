@@ -62,17 +62,8 @@ func TestCallLevelReachesUpstream2026(t *testing.T) {
 	t.Cleanup(func() { e.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	pool, err := mcp.Open(ctx, e, []mcp.Config{{Name: "up", URL: url}}, mcp.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	srv := server.New(e, server.Options{Upstream: pool})
-	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{}))
-	t.Cleanup(func() {
-		ts.Close()
-		srv.Close()
-	})
+	pool := openPool(t, ctx, e, mcp.Config{Name: "up", URL: url})
+	ts := serveFace(t, e, pool)
 
 	for _, asks := range []bool{false, true} {
 		for _, c := range []struct {
@@ -158,4 +149,28 @@ func TestCallLevelRaisesUpstream2025(t *testing.T) {
 	if n := count("info"); n != 5 {
 		t.Fatalf("a call at level info got %d of 5 info messages", n)
 	}
+}
+
+// openPool opens the servers of cfgs for e, until the test ends.
+func openPool(t *testing.T, ctx context.Context, e *lathe.Engine, cfgs ...mcp.Config) *mcp.Pool {
+	t.Helper()
+	pool, err := mcp.Open(ctx, e, cfgs, mcp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	return pool
+}
+
+// serveFace serves lathe's MCP face over streamable HTTP, e's tools and
+// pool's upstreams, until the test ends.
+func serveFace(t *testing.T, e *lathe.Engine, pool *mcp.Pool) *httptest.Server {
+	t.Helper()
+	srv := server.New(e, server.Options{Upstream: pool})
+	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{}))
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Close()
+	})
+	return ts
 }

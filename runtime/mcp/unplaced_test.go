@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -207,12 +206,7 @@ func TestGatewayFirstQuestions(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			argv, env := self(t, "asker")
 			e, pool := open(t, mcp.Options{}, mcp.Config{Name: "up", Command: argv, Env: env})
-			srv := server.New(e, server.Options{Upstream: pool})
-			ts := httptest.NewServer(srv.Handler(server.HTTPOptions{}))
-			t.Cleanup(func() {
-				ts.Close()
-				srv.Close()
-			})
+			ts := serveFace(t, e, pool)
 			seen := &shown{}
 			names := []string{"alice", "bob"}
 			sessions := make([]*sdk.ClientSession, 2)

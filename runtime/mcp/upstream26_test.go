@@ -148,17 +148,8 @@ func TestUpstream2026HTTP(t *testing.T) {
 	// The upstream's log level is configured: a client of 2026-07-28
 	// names a level in each request's _meta, which reaches lathe's face
 	// but not the level lathe asks of its upstreams.
-	pool, err := mcp.Open(ctx, e, []mcp.Config{{Name: "up", URL: u.url, LogLevel: "info"}, {Name: "tk", URL: taskURL}}, mcp.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	srv := server.New(e, server.Options{Upstream: pool})
-	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{}))
-	t.Cleanup(func() {
-		ts.Close()
-		srv.Close()
-	})
+	pool := openPool(t, ctx, e, mcp.Config{Name: "up", URL: u.url, LogLevel: "info"}, mcp.Config{Name: "tk", URL: taskURL})
+	ts := serveFace(t, e, pool)
 
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) {
@@ -381,17 +372,8 @@ func TestUpstream2026HTTPTwoClients(t *testing.T) {
 	t.Cleanup(func() { e.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := mcp.Open(ctx, e, []mcp.Config{{Name: "up", URL: u.url}}, mcp.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	srv := server.New(e, server.Options{Upstream: pool})
-	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{}))
-	t.Cleanup(func() {
-		ts.Close()
-		srv.Close()
-	})
+	pool := openPool(t, ctx, e, mcp.Config{Name: "up", URL: u.url})
+	ts := serveFace(t, e, pool)
 	seen := &shown{}
 	clients := map[string]string{"alice": "2025-11-25", "bob": "2026-07-28"}
 	names := []string{"alice", "bob"}
