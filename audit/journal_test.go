@@ -233,14 +233,8 @@ func TestRotatedJournalsRemoved(t *testing.T) {
 	audit.HoldWriter(s, true)
 	for i := range 100 {
 		r := killRecord(i)
-		id, err := s.Start(ctx, r)
-		if err != nil {
-			t.Fatal(err)
-		}
 		r.Outcome = "ok"
-		if err := s.Finish(ctx, id, r); err != nil {
-			t.Fatal(err)
-		}
+		record(t, ctx, s, r)
 	}
 	if n := len(journals(t, path)); n < 5 {
 		t.Fatalf("%d journals for 200 lines of 2 KiB files", n)
@@ -712,14 +706,8 @@ func TestCloseWritesQueued(t *testing.T) {
 	ctx := context.Background()
 	for i := range 50 {
 		r := killRecord(i)
-		id, err := s.Start(ctx, r)
-		if err != nil {
-			t.Fatal(err)
-		}
 		r.Outcome = "ok"
-		if err := s.Finish(ctx, id, r); err != nil {
-			t.Fatal(err)
-		}
+		record(t, ctx, s, r)
 	}
 	// One more started and not finished, which Close waits a little for.
 	if _, err := s.Start(ctx, killRecord(50)); err != nil {
@@ -822,16 +810,7 @@ func TestCloseWhileBusyKeepsJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	write := func(i int) {
-		r := killRecord(i)
-		id, err := s.Start(ctx, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Finish(ctx, id, r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(i int) { record(t, ctx, s, killRecord(i)) }
 	write(0)
 	if _, err := s.List(ctx, audit.Filter{}); err != nil {
 		t.Fatal(err)
@@ -889,14 +868,7 @@ func TestOldWriterBeside(t *testing.T) {
 	ids := map[int64]string{}
 	for i := range 300 {
 		r := killRecord(i)
-		id, err := s.Start(ctx, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[id] = r.CallID
-		if err := s.Finish(ctx, id, r); err != nil {
-			t.Fatal(err)
-		}
+		ids[record(t, ctx, s, r)] = r.CallID
 	}
 	wg.Wait()
 	select {
@@ -950,15 +922,7 @@ func TestIDsGivenBack(t *testing.T) {
 	ctx := context.Background()
 	write := func(s *audit.Store) int64 {
 		t.Helper()
-		r := killRecord(0)
-		id, err := s.Start(ctx, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Finish(ctx, id, r); err != nil {
-			t.Fatal(err)
-		}
-		return id
+		return record(t, ctx, s, killRecord(0))
 	}
 	openAt := func() *audit.Store {
 		t.Helper()
@@ -1021,18 +985,11 @@ func TestIDBlocksGrow(t *testing.T) {
 	const n = 3000
 	seen := map[int64]bool{}
 	for i := range n {
-		r := killRecord(i)
-		id, err := s.Start(ctx, r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := record(t, ctx, s, killRecord(i))
 		if seen[id] {
 			t.Fatalf("id %d handed out twice", id)
 		}
 		seen[id] = true
-		if err := s.Finish(ctx, id, r); err != nil {
-			t.Fatal(err)
-		}
 	}
 	// Blocks of 256 ids would need 12 reservations for these records, and
 	// leave at most 256 reserved past the last; growing ones need five
@@ -1056,4 +1013,17 @@ func TestIDBlocksGrow(t *testing.T) {
 func sequence(t *testing.T, path string) int64 {
 	t.Helper()
 	return int64(rawInt(t, path, `SELECT seq FROM sqlite_sequence WHERE name = 'calls'`))
+}
+
+// record starts r in s and finishes it, and returns its id.
+func record(t *testing.T, ctx context.Context, s *audit.Store, r *audit.Record) int64 {
+	t.Helper()
+	id, err := s.Start(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(ctx, id, r); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
