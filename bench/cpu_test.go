@@ -83,3 +83,11 @@ func idleCompare(b *testing.B, floorOp, engineOp func()) {
 	b.ReportMetric(float64((engineCPU-idleCPU).Nanoseconds())/n, "engine-cpu-ns/op")
 	b.ReportMetric(float64(engineCPU-idleCPU)/float64(floorCPU-idleCPU), "cpu-engine/floor")
 }
+
+// selfCPU returns the processor time of this process alone so far: its
+// threads, none of its children.
+func selfCPU() time.Duration {
+	var self syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano())
+}

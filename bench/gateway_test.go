@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -50,6 +51,12 @@ const latheBinEnv = "LATHE_BENCH_LATHE"
 // versions of lathe compared in one run see the same machine, where runs
 // minutes apart on a shared machine do not.
 const latheBaseEnv = "LATHE_BENCH_BASE"
+
+// benchToken is the bearer token the clients of both lathe and mcp-proxy
+// send, and both gateways check: lathe's HTTP face takes no call without
+// one, and a gateway left open to every local user would not be the same
+// work.
+const benchToken = "bench-token"
 
 // proxyModule and proxyVersion are the mcp-proxy that BenchmarkGateway
 // builds when LATHE_MCP_PROXY_SRC is not set.
@@ -144,6 +151,8 @@ type gatewaySide struct {
 	wall  time.Duration
 	cpu   time.Duration
 	up    time.Duration // the upstream's processor time
+	self  time.Duration // the clients' processor time (this process)
+	sw    int           // the upstream's context switches
 	calls int
 }
 
@@ -157,11 +166,15 @@ type gatewaySide struct {
 // process, over streamable HTTP for the gateways; with clients=16 there are
 // 16 sessions calling at once, and directly 16 goroutines sharing the one
 // stdio session, as a gateway shares its upstream. The sides take turns in
-// ten rounds, so that drift in the machine's speed touches all alike.
+// ten rounds, so that drift in the machine's speed touches all alike; each
+// round starts with the next side, and each turn on a collected heap in
+// this process, so that no side pays for the garbage of the one before.
+// Both gateways check the same bearer token.
 //
 // Each side reports p50 and p99 latency (µs) and calls/s; each gateway its
-// processor time per call (user and system, its own process) and its
-// upstream's. The ratios are lathe's to the others'. When mcp-proxy cannot
+// processor time per call (user and system, its own process), its
+// upstream's, the clients' (this process), and the upstream's context
+// switches per call. The ratios are lathe's to the others'. When mcp-proxy cannot
 // be built (no source given, and the module cannot be fetched), it is left
 // out and each sub-benchmark says why.
 func BenchmarkGateway(b *testing.B) {
@@ -224,7 +237,7 @@ func BenchmarkGateway(b *testing.B) {
 func runGateway(ctx context.Context, b *testing.B, sides []*gatewaySide, clients int) {
 	sessions := make(map[*gatewaySide][]*sdk.ClientSession)
 	for _, s := range sides {
-		s.lat, s.wall, s.cpu, s.up, s.calls = s.lat[:0], 0, 0, 0, 0
+		s.lat, s.wall, s.cpu, s.up, s.self, s.sw, s.calls = s.lat[:0], 0, 0, 0, 0, 0, 0
 		n := clients
 		if s.proc == nil {
 			n = 1 // the upstream has one stdio client: the calls share its session
@@ -285,10 +298,18 @@ func runGateway(ctx context.Context, b *testing.B, sides []*gatewaySide, clients
 		nRounds = 1
 	}
 	b.ResetTimer()
-	for range nRounds {
-		for _, s := range sides {
+	for round := range nRounds {
+		// Each round starts with the next side, so that no side always
+		// follows the same one; and each turn starts on a collected heap,
+		// so that the garbage of one side's clients (all in this process)
+		// is not collected in the next side's time.
+		for i := range sides {
+			s := sides[(round+i)%len(sides)]
+			b.StopTimer()
+			runtime.GC()
+			b.StartTimer()
 			p := params(s)
-			cpu0, up0 := procCPU(b, s.proc), childrenCPU(b, s.proc)
+			cpu0, up0, self0, sw0 := procCPU(b, s.proc), childrenCPU(b, s.proc), selfCPU(), childrenSwitches(s.proc)
 			lats := make([][]time.Duration, clients)
 			errs := make([]error, clients)
 			var wg sync.WaitGroup
@@ -313,6 +334,8 @@ func runGateway(ctx context.Context, b *testing.B, sides []*gatewaySide, clients
 			s.wall += time.Since(t0)
 			s.cpu += procCPU(b, s.proc) - cpu0
 			s.up += childrenCPU(b, s.proc) - up0
+			s.self += selfCPU() - self0
+			s.sw += childrenSwitches(s.proc) - sw0
 			for _, l := range lats {
 				s.lat = append(s.lat, l...)
 				s.calls += len(l)
@@ -340,6 +363,8 @@ func runGateway(ctx context.Context, b *testing.B, sides []*gatewaySide, clients
 			b.ReportMetric(float64(s.cpu.Microseconds())/float64(s.calls), s.name+"-cpu-µs/call")
 			b.ReportMetric(float64(s.up.Microseconds())/float64(s.calls), s.name+"-upstream-cpu-µs/call")
 			b.ReportMetric(peakRSS(s.proc), s.name+"-peak-rss-MB")
+			b.ReportMetric(float64(s.self.Microseconds())/float64(s.calls), s.name+"-clients-cpu-µs/call")
+			b.ReportMetric(float64(s.sw)/float64(s.calls), s.name+"-upstream-switches/call")
 		}
 	}
 	l := bySide["lathe"]
@@ -403,6 +428,52 @@ func peakRSS(p *os.Process) float64 {
 	return 0
 }
 
+// childrenSwitches returns the context switches, voluntary and not, that
+// the threads of the running descendants of p have made so far, or 0 for a
+// nil p. An upstream that finds no request waiting each time it finishes
+// one sleeps and is woken once per call; one that finds several does not.
+func childrenSwitches(p *os.Process) int {
+	if p == nil {
+		return 0
+	}
+	n := 0
+	for _, pid := range descendants(p.Pid) {
+		threads, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+		for _, t := range threads {
+			data, err := os.ReadFile(t)
+			if err != nil {
+				continue // the thread has ended
+			}
+			for line := range strings.Lines(string(data)) {
+				if _, v, ok := strings.Cut(line, "voluntary_ctxt_switches:"); ok {
+					c, _ := strconv.Atoi(strings.TrimSpace(v))
+					n += c
+				}
+			}
+		}
+	}
+	return n
+}
+
+// descendants returns the pids of the running descendants of pid.
+func descendants(pid int) []int {
+	var pids []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread has ended
+		}
+		for _, f := range strings.Fields(string(data)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, c)
+				pids = append(pids, descendants(c)...)
+			}
+		}
+	}
+	return pids
+}
+
 // childrenCPU returns the processor time that the running descendants of
 // p (the upstream server a gateway started, and a supervisor between them)
 // have used so far, or 0 for a nil p.
@@ -410,21 +481,9 @@ func childrenCPU(b *testing.B, p *os.Process) time.Duration {
 	if p == nil {
 		return 0
 	}
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", p.Pid))
 	var sum time.Duration
-	for _, t := range tasks {
-		data, err := os.ReadFile(t)
-		if err != nil {
-			continue // the thread has ended
-		}
-		for _, f := range strings.Fields(string(data)) {
-			pid, err := strconv.Atoi(f)
-			if err != nil {
-				b.Fatalf("reading %s: %v", t, err)
-			}
-			c := &os.Process{Pid: pid}
-			sum += procCPU(b, c) + childrenCPU(b, c)
-		}
+	for _, pid := range descendants(p.Pid) {
+		sum += procCPU(b, &os.Process{Pid: pid})
 	}
 	return sum
 }
@@ -485,15 +544,14 @@ approval = "allow"
 	if err := os.WriteFile(filepath.Join(cfg, "lathe", "config.toml"), []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
-	const token = "bench-token"
 	cmd := exec.Command(bin, "--workspace", ws, "serve", "--http", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+cfg, "XDG_STATE_HOME="+state, "XDG_CACHE_HOME="+filepath.Join(dir, "cache"),
-		"LATHE_TOKEN="+token)
+		"LATHE_TOKEN="+benchToken)
 	addr, err := startServer(b, cmd, name, serving)
 	if err != nil {
 		return nil, err
 	}
-	side := httpSide(name, "up__echo", addr, httpClient("Authorization", "Bearer "+token), cmd.Process)
+	side := httpSide(name, "up__echo", addr, httpClient("Authorization", "Bearer "+benchToken), cmd.Process)
 	side.check = func(calls int) error {
 		// The audit log must hold a finished record of every call timed.
 		// This process sees them once lathe's writer has committed them,
@@ -607,9 +665,9 @@ func startProxy(ctx context.Context, b *testing.B, dir, self string) (*gatewaySi
 	ln.Close()
 	conf := fmt.Sprintf(`{
   "mcpProxy": {"baseURL": "http://%s", "addr": %q, "name": "mcp-proxy", "version": "1", "type": "streamable-http",
-    "options": {"logEnabled": false, "panicIfInvalid": true}},
+    "options": {"logEnabled": false, "panicIfInvalid": true, "authTokens": [%q]}},
   "mcpServers": {"up": {"command": %q, "env": {%q: "echo"}}}
-}`, addr, addr, self, upstreamEnv)
+}`, addr, addr, benchToken, self, upstreamEnv)
 	cfile := filepath.Join(dir, "mcp-proxy.json")
 	if err := os.WriteFile(cfile, []byte(conf), 0o600); err != nil {
 		b.Fatal(err)
@@ -620,7 +678,7 @@ func startProxy(ctx context.Context, b *testing.B, dir, self string) (*gatewaySi
 	}); err != nil {
 		b.Fatal(err)
 	}
-	return httpSide("mcp-proxy", "echo", "http://"+addr+"/up/", httpClient("", ""), cmd.Process), ""
+	return httpSide("mcp-proxy", "echo", "http://"+addr+"/up/", httpClient("Authorization", "Bearer "+benchToken), cmd.Process), ""
 }
 
 // proxySource returns a directory holding mcp-proxy's module: the one
