@@ -578,16 +578,23 @@ func (s *Server) hooks(call context.Context, ss *sdk.ServerSession, to asker, to
 // names none; before 2026-07-28 "", since the session's level holds, which
 // the upstream pool is told of (logging/setLevel, upstream.go).
 func callLevel(ctx context.Context, ss *sdk.ServerSession, req *sdk.CallToolRequest) string {
-	var l string
 	if fc, ok := ctx.Value(callKey{}).(*fastCall); ok && fc.leveled {
-		l = string(fc.level)
-	} else {
-		meta := req.Params.GetMeta()
-		if v, _ := meta[sdk.MetaKeyProtocolVersion].(string); v < protocol2026 && !multiRound(ss) {
+		if severity(fc.level) < 0 {
 			return ""
 		}
-		l, _ = meta[sdk.MetaKeyLogLevel].(string)
+		return string(fc.level)
 	}
+	return requestLevel(ss, req.Params.GetMeta())
+}
+
+// requestLevel is the log level a request of the client of ss names in its
+// _meta for its own messages: "" before MCP 2026-07-28, where the
+// session's level holds, and when it names none or no valid one.
+func requestLevel(ss *sdk.ServerSession, meta sdk.Meta) string {
+	if v, _ := meta[sdk.MetaKeyProtocolVersion].(string); v < protocol2026 && !multiRound(ss) {
+		return ""
+	}
+	l, _ := meta[sdk.MetaKeyLogLevel].(string)
 	if severity(sdk.LoggingLevel(l)) < 0 {
 		return ""
 	}

@@ -11,7 +11,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/runtime/mcp"
+	"github.com/lathe-tools/lathe/tool"
 )
 
 // What the server offers besides tools comes from the upstream MCP servers
@@ -74,7 +76,7 @@ func (s *Server) surfaceOptions(o *sdk.ServerOptions) {
 	}
 	if f.Completions {
 		o.CompletionHandler = func(ctx context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
-			res, err := p.Complete(ctx, req.Params)
+			res, err := p.Complete(s.followed(ctx, req.Session, req.Params.GetMeta()), req.Params)
 			if err != nil {
 				return nil, err
 			}
@@ -261,7 +263,7 @@ func (s *Server) syncSurface() {
 	cat := p.Catalog(ctx)
 
 	read := func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-		res, err := p.ReadResource(ctx, req.Params.URI)
+		res, err := p.ReadResource(s.followed(ctx, req.Session, req.Params.GetMeta()), req.Params.URI)
 		if err != nil {
 			return nil, err
 		}
@@ -282,7 +284,7 @@ func (s *Server) syncSurface() {
 	s.mcp.RemoveResourceTemplates(gone(st.templates, now)...)
 
 	get := func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
-		res, err := p.GetPrompt(ctx, req.Params.Name, req.Params.Arguments)
+		res, err := p.GetPrompt(s.followed(ctx, req.Session, req.Params.GetMeta()), req.Params.Name, req.Params.Arguments)
 		if err != nil {
 			return nil, err
 		}
@@ -294,6 +296,19 @@ func (s *Server) syncSurface() {
 		mirror(s, st.prompts, pr.Name, pr, func() { s.mcp.AddPrompt(pr, get) })
 	}
 	s.mcp.RemovePrompts(gone(st.prompts, now)...)
+}
+
+// followed gives ctx, that of a client's request other than a tool call
+// (a resource read, a prompt get, a completion), the ways back to that
+// client, for the upstream pool to follow the request by (runtime/mcp,
+// follow.go): what the upstream logs in its course reaches this client
+// alone, on the request's own stream, at the level the request names
+// under MCP 2026-07-28 (else the session's), and not every client, as a
+// message of no call does. The request cannot ask the client anything.
+func (s *Server) followed(ctx context.Context, ss *sdk.ServerSession, meta sdk.Meta) context.Context {
+	h := s.hooks(ctx, ss, ss, nil, nil)
+	h.LogLevel = requestLevel(ss, meta)
+	return lathe.WithSession(tool.WithHooks(ctx, h), s.sessionID(ss))
 }
 
 // mirror adds v under key unless served holds it unchanged. The SDK

@@ -9,7 +9,9 @@ import (
 )
 
 // Complete asks for completions of a prompt's argument or a template's
-// variable, from the server the prompt or template goes to.
+// variable, from the server the prompt or template goes to; with the
+// hooks of the client that asked, what the server logs meanwhile reaches
+// that client (follow.go).
 func (p *Pool) Complete(ctx context.Context, params *sdk.CompleteParams) (*sdk.CompleteResult, error) {
 	if params == nil || params.Ref == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion: ref is missing"}
@@ -48,5 +50,7 @@ func (p *Pool) Complete(ctx context.Context, params *sdk.CompleteParams) (*sdk.C
 	if err != nil {
 		return nil, fmt.Errorf("mcp server %s: %w", s.cfg.Name, err)
 	}
-	return sess.cs.Complete(ctx, &c)
+	return followed(ctx, s, sess, func(ctx context.Context) (*sdk.CompleteResult, error) {
+		return sess.cs.Complete(ctx, &c)
+	})
 }

@@ -8,7 +8,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// GetPrompt gets a prompt by the name the pool lists it under.
+// GetPrompt gets a prompt by the name the pool lists it under; with the
+// hooks of the client that asked, what the server logs meanwhile reaches
+// that client (follow.go).
 func (p *Pool) GetPrompt(ctx context.Context, name string, args map[string]string) (*sdk.GetPromptResult, error) {
 	p.surf.mu.Lock()
 	r, ok := p.surf.prompts[name]
@@ -20,5 +22,7 @@ func (p *Pool) GetPrompt(ctx context.Context, name string, args map[string]strin
 	if err != nil {
 		return nil, fmt.Errorf("mcp server %s: %w", r.srv.cfg.Name, err)
 	}
-	return sess.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: r.upstream, Arguments: args})
+	return followed(ctx, r.srv, sess, func(ctx context.Context) (*sdk.GetPromptResult, error) {
+		return sess.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: r.upstream, Arguments: args})
+	})
 }

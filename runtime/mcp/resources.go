@@ -311,7 +311,9 @@ func (p *Pool) resourceServer(uri string) (*server, error) {
 	return found, nil
 }
 
-// ReadResource reads a resource from the server it goes to.
+// ReadResource reads a resource from the server it goes to; with the
+// hooks of the client that asked, what the server logs while it reads
+// reaches that client (follow.go).
 func (p *Pool) ReadResource(ctx context.Context, uri string) (*sdk.ReadResourceResult, error) {
 	s, err := p.resourceServer(uri)
 	if err != nil {
@@ -321,7 +323,9 @@ func (p *Pool) ReadResource(ctx context.Context, uri string) (*sdk.ReadResourceR
 	if err != nil {
 		return nil, fmt.Errorf("mcp server %s: %w", s.cfg.Name, err)
 	}
-	return sess.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+	return followed(ctx, s, sess, func(ctx context.Context) (*sdk.ReadResourceResult, error) {
+		return sess.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+	})
 }
 
 // Subscribe subscribes to a resource on the server it goes to; its updates

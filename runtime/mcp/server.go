@@ -151,6 +151,10 @@ type inflight struct {
 	// taskPending says the call may become one, its answer not yet read.
 	task        string
 	taskPending bool
+	// plain says it is a client's request other than a tool call (a
+	// resource read, a prompt get, a completion; follow.go), which cannot
+	// end with a question.
+	plain bool
 }
 
 // How long a call that ended still counts, for the attribution of what a
@@ -962,6 +966,10 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 		if f == nil {
 			return nil, errors.New("lathe cannot ask anyone: the caller offers no way to answer an elicitation, " +
 				"and the server did not say which of its calls under way it is for")
+		}
+		if f.plain {
+			return nil, errors.New("lathe cannot ask anyone: the elicitation came during a request of its client " +
+				"that is not a tool call (a resource read, a prompt, a completion), which cannot end with a question")
 		}
 		_, q, err := elicitFromAnswers(r, f.answers)
 		if err == nil && q == nil {
