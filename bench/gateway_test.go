@@ -594,6 +594,11 @@ func startServer(b *testing.B, cmd *exec.Cmd, name string, ready func(string) (s
 	if err != nil {
 		return "", err
 	}
+	// A benchmark stopped with SIGKILL (a person's kill, a timeout) runs no
+	// cleanup: the gateway is killed with it, and its upstream, whose
+	// input then closes, ends too. The signal is tied to the thread that
+	// starts the process, which Go ends only under LockOSThread.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("starting %s: %v", name, err)
 	}
