@@ -25,15 +25,12 @@ import (
 // named.
 func levelUpstream26(t *testing.T) (url string, levels func() []string) {
 	t.Helper()
-	var mu sync.Mutex
-	var seen []string
+	var seen texts
 	srv := sdk.NewServer(&sdk.Implementation{Name: "levels26", Version: "1"}, &sdk.ServerOptions{
 		Capabilities: &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}}})
 	sdk.AddTool(srv, &sdk.Tool{Name: "chatter"}, func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
 		l, _ := req.Params.GetMeta()[sdk.MetaKeyLogLevel].(string)
-		mu.Lock()
-		seen = append(seen, l)
-		mu.Unlock()
+		seen.add(l)
 		for _, level := range []sdk.LoggingLevel{"debug", "info", "notice", "warning", "error"} {
 			req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: level, Data: "at " + string(level)})
 		}
@@ -42,11 +39,7 @@ func levelUpstream26(t *testing.T) (url string, levels func() []string) {
 	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
 		&sdk.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(ts.Close)
-	return ts.URL, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(seen)
-	}
+	return ts.URL, seen.all
 }
 
 // TestCallLevelReachesUpstream2026: with no log level configured and none

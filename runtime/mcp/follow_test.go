@@ -29,13 +29,10 @@ var chattyLevels = []sdk.LoggingLevel{"debug", "info", "notice", "warning", "err
 // came of it. levels records the log level each request's _meta named.
 func chattyUpstream(t *testing.T, stateless bool) (url string, levels func() []string) {
 	t.Helper()
-	var mu sync.Mutex
-	var seen []string
+	var seen texts
 	chatter := func(ctx context.Context, ss *sdk.ServerSession, meta sdk.Meta, what string) {
 		l, _ := meta[sdk.MetaKeyLogLevel].(string)
-		mu.Lock()
-		seen = append(seen, l)
-		mu.Unlock()
+		seen.add(l)
 		for _, level := range chattyLevels {
 			ss.Log(ctx, &sdk.LoggingMessageParams{Level: level, Data: what + " at " + string(level)})
 		}
@@ -72,26 +69,49 @@ func chattyUpstream(t *testing.T, stateless bool) (url string, levels func() []s
 	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
 		&sdk.StreamableHTTPOptions{Stateless: stateless}))
 	t.Cleanup(ts.Close)
-	return ts.URL, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(seen)
-	}
+	return ts.URL, seen.all
+}
+
+// texts collects strings sent from several goroutines.
+type texts struct {
+	mu sync.Mutex
+	s  []string
+}
+
+func (x *texts) add(s string) {
+	x.mu.Lock()
+	x.s = append(x.s, s)
+	x.mu.Unlock()
+}
+
+// all returns the strings collected so far.
+func (x *texts) all() []string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return slices.Clone(x.s)
+}
+
+// chattyFace serves lathe's MCP face over streamable HTTP, until the test
+// ends, with a chattyUpstream (of MCP 2026-07-28 when stateless is set) as
+// its one upstream, "up".
+func chattyFace(t *testing.T, ctx context.Context, stateless bool) (ts *httptest.Server, levels func() []string) {
+	t.Helper()
+	url, levels := chattyUpstream(t, stateless)
+	e := lathe.New(lathe.Options{Timeout: 20 * time.Second})
+	t.Cleanup(func() { e.Close() })
+	return serveFace(t, e, openPool(t, ctx, e, mcp.Config{Name: "up", URL: url})), levels
 }
 
 // logClient connects a go-sdk client of version to lathe's face at ts; got
 // returns the log messages it has received so far.
 func logClient(t *testing.T, ctx context.Context, ts *httptest.Server, version string, opts *sdk.ClientOptions) (cs *sdk.ClientSession, got func() []string) {
 	t.Helper()
-	var mu sync.Mutex
-	var msgs []string
+	var msgs texts
 	if opts == nil {
 		opts = &sdk.ClientOptions{}
 	}
 	opts.LoggingMessageHandler = func(_ context.Context, r *sdk.LoggingMessageRequest) {
-		mu.Lock()
-		msgs = append(msgs, fmt.Sprint(r.Params.Data))
-		mu.Unlock()
+		msgs.add(fmt.Sprint(r.Params.Data))
 	}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "reader"}, opts).Connect(ctx,
 		&sdk.StreamableClientTransport{Endpoint: ts.URL + server.Path, MaxRetries: -1},
@@ -100,11 +120,7 @@ func logClient(t *testing.T, ctx context.Context, ts *httptest.Server, version s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	return cs, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(msgs)
-	}
+	return cs, msgs.all
 }
 
 // waitLogs waits up to two seconds for got to hold n messages, and a
@@ -161,13 +177,9 @@ var followedRequests = []struct {
 // above it, and none when it names none. Before, lathe asked for the
 // pool's level (none here), and the client got nothing.
 func TestRequestLevelReachesUpstream2026(t *testing.T) {
-	url, levels := chattyUpstream(t, true)
-	e := lathe.New(lathe.Options{Timeout: 20 * time.Second})
-	t.Cleanup(func() { e.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	pool := openPool(t, ctx, e, mcp.Config{Name: "up", URL: url})
-	ts := serveFace(t, e, pool)
+	ts, levels := chattyFace(t, ctx, true)
 
 	for _, r := range followedRequests {
 		for _, level := range []string{"", "warning", "debug"} {
@@ -205,13 +217,9 @@ func TestRequestLevelReachesUpstream2026(t *testing.T) {
 // client, and not the other. Before, such a message belonged to no call,
 // and went to every client.
 func TestRequestLogsReachTheirClientAlone(t *testing.T) {
-	url, _ := chattyUpstream(t, false)
-	e := lathe.New(lathe.Options{Timeout: 20 * time.Second})
-	t.Cleanup(func() { e.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	pool := openPool(t, ctx, e, mcp.Config{Name: "up", URL: url})
-	ts := serveFace(t, e, pool)
+	ts, _ := chattyFace(t, ctx, false)
 	a, gotA := logClient(t, ctx, ts, "2025-11-25", nil)
 	b, gotB := logClient(t, ctx, ts, "2025-11-25", nil)
 	for _, cs := range []*sdk.ClientSession{a, b} {
@@ -244,13 +252,9 @@ func TestRequestLogsReachTheirClientAlone(t *testing.T) {
 // could answer (a read cannot end with a question, and lathe does not ask
 // a client on a read's behalf), and the read goes on to its answer.
 func TestElicitationDuringReadRefused(t *testing.T) {
-	url, _ := chattyUpstream(t, false)
-	e := lathe.New(lathe.Options{Timeout: 20 * time.Second})
-	t.Cleanup(func() { e.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	pool := openPool(t, ctx, e, mcp.Config{Name: "up", URL: url})
-	ts := serveFace(t, e, pool)
+	ts, _ := chattyFace(t, ctx, false)
 	asked := false
 	cs, _ := logClient(t, ctx, ts, "2025-11-25", &sdk.ClientOptions{
 		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
