@@ -64,27 +64,39 @@ func postedID(body []byte) (any, bool) {
 // decodedID decodes a JSON-RPC id as the SDK takes it: a string, or a
 // number, compared as a float64.
 func decodedID(raw json.RawMessage) (any, bool) {
-	// An id as clients write it, a number or a string without escapes,
-	// is read where it is; json.Unmarshal takes the rest.
-	if s, ok := jsonscan.PlainString(raw); ok {
-		return string(s), true
+	s, f, num, ok := readID(raw)
+	switch {
+	case !ok:
+		return nil, false
+	case num:
+		return f, true
+	}
+	return s, true
+}
+
+// readID reads a JSON-RPC id as the SDK takes it: a string s, or a number
+// f (num set), compared as a float64; false for anything else. An id as
+// clients write it, a number or a string without escapes, is read where it
+// is; json.Unmarshal takes the rest.
+func readID(raw json.RawMessage) (s string, f float64, num, ok bool) {
+	if p, ok := jsonscan.PlainString(raw); ok {
+		return string(p), 0, false, true
 	}
 	if jsonscan.Number(raw) {
 		f, err := strconv.ParseFloat(string(raw), 64)
-		if err != nil {
-			return nil, false
-		}
-		return f, true
+		return "", f, true, err == nil
 	}
 	var id any
 	if json.Unmarshal(raw, &id) != nil {
-		return nil, false
+		return "", 0, false, false
 	}
-	switch id.(type) {
-	case string, float64:
-		return id, true
+	switch v := id.(type) {
+	case string:
+		return v, 0, false, true
+	case float64:
+		return "", v, true, true
 	}
-	return nil, false
+	return "", 0, false, false
 }
 
 // answerWriter passes a response stream on and holds back the flush of the

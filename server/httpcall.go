@@ -219,30 +219,15 @@ func (m message) str(key string) (string, bool) {
 // idKey is the key of a JSON-RPC id (a string or a number), as the SDK
 // compares them; false for anything else.
 func idKey(raw json.RawMessage) (string, bool) {
-	// An id as clients write it, a number or a string without escapes,
-	// is read where it is; decodedID takes the rest.
-	if s, ok := jsonscan.PlainString(raw); ok {
-		return "s" + string(s), true
-	}
-	if jsonscan.Number(raw) {
-		f, err := strconv.ParseFloat(string(raw), 64)
-		if err != nil {
-			return "", false
-		}
+	s, f, num, ok := readID(raw)
+	switch {
+	case !ok:
+		return "", false
+	case num:
 		var buf [32]byte
 		return string(strconv.AppendFloat(append(buf[:0], 'n'), f, 'g', -1, 64)), true
 	}
-	v, ok := decodedID(raw)
-	if !ok {
-		return "", false
-	}
-	switch v := v.(type) {
-	case string:
-		return "s" + v, true
-	case float64:
-		return "n" + strconv.FormatFloat(v, 'g', -1, 64), true
-	}
-	return "", false
+	return "s" + s, true
 }
 
 // serveCalls serves the tools/calls it can (see above), the answers to the

@@ -115,7 +115,7 @@ func appendRaw(dst []byte, raw json.RawMessage) ([]byte, bool) {
 		return append(dst, "null"...), true
 	}
 	if !needsRewrite(raw) {
-		if !json.Valid(raw) {
+		if !jsonscan.Valid(raw) {
 			return dst, false
 		}
 		return append(dst, raw...), true

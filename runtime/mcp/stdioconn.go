@@ -169,15 +169,13 @@ func encodeMessage(m jsonrpc.Message) ([]byte, error) {
 	if !ok || !plainMethod(r.Method) {
 		return jsonrpc.EncodeMessage(m)
 	}
-	var id int64
-	if r.ID.IsValid() {
-		if id, ok = r.ID.Raw().(int64); !ok {
-			return jsonrpc.EncodeMessage(m)
-		}
-	}
 	b := make([]byte, 0, len(r.Method)+len(r.Params)+64)
 	b = append(b, `{"jsonrpc":"2.0"`...)
 	if r.ID.IsValid() {
+		id, ok := r.ID.Raw().(int64)
+		if !ok {
+			return jsonrpc.EncodeMessage(m)
+		}
 		b = strconv.AppendInt(append(b, `,"id":`...), id, 10)
 	}
 	if r.Method != "" {
