@@ -52,11 +52,13 @@ func helperMain() {
 		fmt.Println("parent:", probeTTY())
 		exe, _ := os.Executable()
 		var out bytes.Buffer
-		err := startAs(os.Args[2], os.Args[3], []string{exe, "tty-probe"}, os.Stdin, &out, os.Stderr)
+		// The child is told where the terminal is, to try to take it back.
+		term, _ := os.Readlink("/proc/self/fd/0")
+		err := startAs(os.Args[2], os.Args[3], []string{exe, "tty-probe", term}, os.Stdin, &out, os.Stderr)
 		fmt.Printf("child: %s (err=%v)\n", strings.TrimSpace(out.String()), err)
 		os.Exit(0)
 	case "tty-probe":
-		fmt.Println(probeTTY())
+		fmt.Println(probeTTY(), retakeTTY(os.Args[2]))
 		os.Exit(0)
 	}
 }
@@ -149,7 +151,35 @@ func probeTTY() string {
 		}
 		parts = append(parts, "sti="+sti)
 	}
+	// The session, as seen from the process's PID namespace (0 where its
+	// leader lies outside it).
+	sid, _ := unix.Getsid(0)
+	parts = append(parts, fmt.Sprintf("sid=%d", sid))
 	return strings.Join(parts, " ")
+}
+
+// retakeTTY tries to make the terminal at path this process's controlling
+// terminal again, as it is, and then as the leader of a session of its own,
+// and reports how far it got: "retake=no-path" where the terminal cannot be
+// opened (a sandbox's own /dev), else the errors of the two attempts. It
+// ends the process's place in its session: call it last.
+func retakeTTY(path string) string {
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return "retake=no-path"
+	}
+	defer f.Close()
+	try := func() string {
+		if err := unix.IoctlSetInt(int(f.Fd()), unix.TIOCSCTTY, 0); err != nil {
+			return errName(err)
+		}
+		return "taken"
+	}
+	first := try()
+	if _, err := unix.Setsid(); err != nil {
+		return "retake=" + first + ",setsid-" + errName(err)
+	}
+	return "retake=" + first + "," + try()
 }
 
 func errName(err error) string {
@@ -163,7 +193,10 @@ func errName(err error) string {
 // TestNoTerminal runs a child the way lathe runs each kind, from a lathe
 // whose controlling terminal is a pseudo-terminal and whose standard input
 // and error are that terminal, the worst a caller could hand on. The child
-// must not reach it: /dev/tty does not open (its session has no terminal),
+// must not reach it, though a host process stays in lathe's session:
+// /dev/tty does not open (the child has given the terminal up), it cannot
+// make the terminal its controlling one again (as it is, or as the leader
+// of a new session),
 // no standard descriptor is a terminal, and TIOCSTI has nothing to push
 // into. The parent's own probe shows that the terminal was there to reach.
 func TestNoTerminal(t *testing.T) {
@@ -195,8 +228,17 @@ func TestNoTerminal(t *testing.T) {
 			// ENXIO on the host's kernel, EIO on gVisor's: either way not
 			// opened.
 			if strings.Contains(child, "tty=opened") || !strings.Contains(child, "sti=no-terminal") ||
-				strings.Contains(child, "=terminal") {
+				strings.Contains(child, "=terminal") || strings.Contains(child, "taken") {
 				t.Errorf("the child reached the terminal:\n%s", child)
+			}
+			// A host process stays in lathe's session, its terminal given
+			// up: a session of its own would make it a scheduling group of
+			// its own where the kernel groups by session (docs/security.md).
+			if mode == "dev" || mode == "process" {
+				psid := text[strings.Index(text, " sid="):strings.Index(text, "\n")]
+				if !strings.Contains(child, psid+" ") {
+					t.Errorf("the child left lathe's session (lathe's%s):\n%s", psid, child)
+				}
 			}
 		})
 	}

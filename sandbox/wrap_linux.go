@@ -45,7 +45,7 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 		}
 		path = lp
 	}
-	attr := ownSession(cmd)
+	attr := ownGroup(cmd)
 	line, err := lifeline()
 	if err != nil {
 		return noop, fmt.Errorf("sandbox: %w", err)
