@@ -438,17 +438,25 @@ func childrenSwitches(p *os.Process) int {
 	}
 	n := 0
 	for _, pid := range descendants(p.Pid) {
-		threads, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
-		for _, t := range threads {
-			data, err := os.ReadFile(t)
-			if err != nil {
-				continue // the thread has ended
-			}
-			for line := range strings.Lines(string(data)) {
-				if _, v, ok := strings.Cut(line, "voluntary_ctxt_switches:"); ok {
-					c, _ := strconv.Atoi(strings.TrimSpace(v))
-					n += c
-				}
+		n += threadSwitches(pid)
+	}
+	return n
+}
+
+// threadSwitches returns the context switches, voluntary and not, that the
+// threads of process pid have made so far (0 once it has ended).
+func threadSwitches(pid int) int {
+	n := 0
+	threads, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	for _, t := range threads {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread has ended
+		}
+		for line := range strings.Lines(string(data)) {
+			if _, v, ok := strings.Cut(line, "voluntary_ctxt_switches:"); ok {
+				c, _ := strconv.Atoi(strings.TrimSpace(v))
+				n += c
 			}
 		}
 	}
