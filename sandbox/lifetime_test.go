@@ -159,10 +159,13 @@ func probeTTY() string {
 }
 
 // retakeTTY tries to make the terminal at path this process's controlling
-// terminal again, as it is, and then as the leader of a session of its own,
-// and reports how far it got: "retake=no-path" where the terminal cannot be
-// opened (a sandbox's own /dev), else the errors of the two attempts. It
-// ends the process's place in its session: call it last.
+// terminal again: as it is; after joining the process group of its
+// session's leader (the test's lathe, whose group is the terminal's
+// foreground group), where /dev/tty is tried again too; and as the leader of
+// a session of its own. It reports how far each got: "retake=no-path" where
+// the terminal cannot be opened by its path (a sandbox's own /dev), else
+// "retake=A,join-B/tty-C,D". It ends the process's place in its group and
+// session: call it last.
 func retakeTTY(path string) string {
 	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
@@ -176,10 +179,23 @@ func retakeTTY(path string) string {
 		return "taken"
 	}
 	first := try()
-	if _, err := unix.Setsid(); err != nil {
-		return "retake=" + first + ",setsid-" + errName(err)
+	joined := "join-"
+	sid, _ := unix.Getsid(0)
+	if err := unix.Setpgid(0, sid); err != nil {
+		joined += "refused-" + errName(err)
+	} else {
+		joined += try() + "/tty-"
+		if t, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err != nil {
+			joined += errName(err)
+		} else {
+			t.Close()
+			joined += "opened"
+		}
 	}
-	return "retake=" + first + "," + try()
+	if _, err := unix.Setsid(); err != nil {
+		return "retake=" + first + "," + joined + ",setsid-" + errName(err)
+	}
+	return "retake=" + first + "," + joined + "," + try()
 }
 
 func errName(err error) string {
@@ -195,7 +211,8 @@ func errName(err error) string {
 // and error are that terminal, the worst a caller could hand on. The child
 // must not reach it, though a host process stays in lathe's session:
 // /dev/tty does not open (the child has given the terminal up), it cannot
-// make the terminal its controlling one again (as it is, or as the leader
+// make the terminal its controlling one again (as it is, from the
+// terminal's foreground process group, which it can join, or as the leader
 // of a new session),
 // no standard descriptor is a terminal, and TIOCSTI has nothing to push
 // into. The parent's own probe shows that the terminal was there to reach.
@@ -228,7 +245,8 @@ func TestNoTerminal(t *testing.T) {
 			// ENXIO on the host's kernel, EIO on gVisor's: either way not
 			// opened.
 			if strings.Contains(child, "tty=opened") || !strings.Contains(child, "sti=no-terminal") ||
-				strings.Contains(child, "=terminal") || strings.Contains(child, "taken") {
+				strings.Contains(child, "=terminal") || strings.Contains(child, "taken") ||
+				strings.Contains(child, "opened") {
 				t.Errorf("the child reached the terminal:\n%s", child)
 			}
 			// A host process stays in lathe's session, its terminal given
