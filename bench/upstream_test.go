@@ -27,10 +27,11 @@ import (
 // gateway benchmark's echo server) spends per call behind lathe's pool,
 // with 16 calls in flight, against the same server behind the least a
 // client can do: a pipe that writes each request and a reader that hands
-// each answer to its caller ("pipe"). A third side is that pipe's server
-// started in a session of its own ("pipe-session"), as every process lathe
-// started was until 2026-11: where the kernel shares the processor between
-// sessions (autogroup), that server is a scheduling group of its own.
+// each answer to its caller ("pipe"), the server in this process's session.
+// A third side is that pipe's server started in a session of its own
+// ("pipe-session"), as lathe starts every process: where the kernel shares
+// the processor between sessions (autogroup), that server is a scheduling
+// group of its own, and this side tells its part from the pool's.
 //
 // The sides take turns, in rotation, over ten rounds. Each reports its
 // calls per second, the server's processor time and context switches per

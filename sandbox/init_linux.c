@@ -46,10 +46,10 @@
 //	               setrlimit, soft and hard
 //	path FILE      the program to execute
 //
-// Before any step the init gives up its controlling terminal (lathe starts
-// it in a process group of its own; see lathe_notty), so that it cannot
-// open /dev/tty, and puts /dev/null in place of any standard descriptor
-// that is a terminal: a tool never reaches the terminal lathe runs in.
+// Before any step the init makes sure it is a session leader (lathe starts
+// it with setsid, so it has no controlling terminal and cannot open
+// /dev/tty), and puts /dev/null in place of any standard descriptor that
+// is a terminal: a tool never reaches the terminal lathe runs in.
 //
 // Supervising, the init passes TERM, INT, HUP, QUIT, USR1 and USR2 on to its
 // child, takes SIGRTMAX as lathe's request to kill the child at once (and
@@ -97,7 +97,6 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <linux/securebits.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -304,31 +303,13 @@ static void lathe_wait(pid_t child, int lathe_fd) {
 	_exit(128 + sig);
 }
 
-// lathe_notty leaves the init without a controlling terminal, and puts
-// /dev/null in place of each standard descriptor that is a terminal, so
-// that neither the tool nor anything it starts can read the terminal, write
-// escape sequences to it or push input into it (TIOCSTI).
-//
-// The init stays in lathe's session (lathe starts it in a process group of
-// its own): it gives the terminal up with TIOCNOTTY, which for a process
-// that does not lead its session detaches that process alone, and for good:
-// only a session leader can take a controlling terminal again. A session of
-// its own would do the same, but where the kernel shares the processor
-// between sessions (autogroup scheduling), every tool would be a share of
-// its own beside lathe's. Where /dev/tty cannot be opened for a reason other
-// than there being no terminal, the init makes a session of its own as
-// before.
+// lathe_notty makes the init a session leader without a controlling
+// terminal, and puts /dev/null in place of each standard descriptor that is
+// a terminal, so that neither the tool nor anything it starts can read the
+// terminal, write escape sequences to it or push input into it (TIOCSTI).
 static void lathe_notty(void) {
-	if (getsid(0) != getpid()) {
-		int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-		if (tty >= 0) {
-			if (ioctl(tty, TIOCNOTTY) < 0)
-				lathe_die("giving up the terminal", NULL);
-			close(tty);
-		} else if (errno != ENXIO && setsid() < 0) {
-			lathe_die("setsid", NULL);
-		}
-	}
+	if (getsid(0) != getpid() && setsid() < 0)
+		lathe_die("setsid", NULL);
 	for (int fd = 0; fd < 3; fd++) {
 		struct termios t;
 		if (tcgetattr(fd, &t) < 0)

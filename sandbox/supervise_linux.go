@@ -9,8 +9,8 @@ import (
 	"syscall"
 )
 
-// Supervise rewrites cmd, not yet started, so that it runs in a process
-// group of its own with no terminal, and so that it and every process it starts end
+// Supervise rewrites cmd, not yet started, so that it runs in a session of
+// its own with no terminal, and so that it and every process it starts end
 // when it ends or when lathe does, however lathe ends (SIGKILL included).
 // Every process lathe starts outside a sandbox profile (process tools, MCP
 // servers) goes through it; [Config.Wrap] does the same for every profile.
@@ -25,16 +25,15 @@ import (
 // parent-death signal only: its descendants may outlive lathe then.
 //
 // Supervise keeps cmd.Stdin, Stdout, Stderr, Env, Dir and Cancel; it sets
-// cmd.SysProcAttr (Setpgid: the command leads its own process group, so
-// that signalling the group still reaches all of it; Setsid without the
-// init, whose session has no terminal to give up).
+// cmd.SysProcAttr (Setsid: the command leads its own session and process
+// group, so that signalling the group still reaches all of it).
 func Supervise(cmd *exec.Cmd) {
 	if cmd.Err != nil || supervised(cmd) {
 		return
 	}
+	attr := ownSession(cmd)
 	line, err := lifeline()
 	if !haveInit || err != nil {
-		attr := ownSession(cmd)
 		// The kernel's parent-death signal is tied to the thread that
 		// started the command, not to lathe's process: should that
 		// thread end first, the command is killed early. Go's runtime
@@ -42,7 +41,6 @@ func Supervise(cmd *exec.Cmd) {
 		attr.Pdeathsig = syscall.SIGKILL
 		return
 	}
-	ownGroup(cmd)
 	args := []string{initArg0, "lathe", strconv.Itoa(3 + len(cmd.ExtraFiles)), "fork", "1", "path", cmd.Path, "--"}
 	cmd.ExtraFiles = append(cmd.ExtraFiles, line)
 	cmd.Args = append(args, cmd.Args...)
@@ -72,30 +70,19 @@ func unsupervise(cmd *exec.Cmd) {
 	cmd.Args = a[superviseArgs:]
 }
 
-// ownGroup sets cmd, which starts through the init, to start in a process
-// group of its own, which the signals address, within lathe's session: the
-// init gives up the controlling terminal first thing (lathe_notty in
-// init_linux.c), so that neither it nor the command can open /dev/tty.
-func ownGroup(cmd *exec.Cmd) *syscall.SysProcAttr {
+// ownSession sets cmd to start in a session of its own: it has no
+// controlling terminal then, so it cannot open /dev/tty, and it leads its
+// own process group. Setpgid, which a session leader cannot take, is
+// cleared.
+func ownSession(cmd *exec.Cmd) *syscall.SysProcAttr {
 	attr := cmd.SysProcAttr
 	if attr == nil {
 		attr = &syscall.SysProcAttr{}
 	}
-	attr.Setsid = false
-	attr.Setpgid, attr.Pgid = true, 0
-	attr.Setctty, attr.Foreground, attr.Noctty = false, false, false
-	cmd.SysProcAttr = attr
-	return attr
-}
-
-// ownSession sets cmd, which starts without the init, to start in a session
-// of its own: it has no controlling terminal then, so it cannot open
-// /dev/tty, and it leads its own process group. Setpgid, which a session
-// leader cannot take, is cleared.
-func ownSession(cmd *exec.Cmd) *syscall.SysProcAttr {
-	attr := ownGroup(cmd)
 	attr.Setsid = true
-	attr.Setpgid = false
+	attr.Setpgid, attr.Pgid = false, 0
+	attr.Setctty, attr.Foreground = false, false
+	cmd.SysProcAttr = attr
 	return attr
 }
 

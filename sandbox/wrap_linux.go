@@ -45,7 +45,7 @@ func wrap(c Config, cmd *exec.Cmd) (func(), error) {
 		}
 		path = lp
 	}
-	attr := ownGroup(cmd)
+	attr := ownSession(cmd)
 	line, err := lifeline()
 	if err != nil {
 		return noop, fmt.Errorf("sandbox: %w", err)

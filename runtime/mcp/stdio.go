@@ -22,8 +22,7 @@ import (
 // of the server; screened, it costs that tool.
 //
 // The process starts through [process.Start], as every process lathe starts
-// does: in a process group of its own without a terminal, supervised or
-// sandboxed, so that nothing
+// does: in a session of its own, supervised or sandboxed, so that nothing
 // it starts outlives the session or lathe.
 type stdioTransport struct {
 	cmd     *exec.Cmd

@@ -59,10 +59,9 @@ type Proc struct {
 // standard streams or pipes), the way lathe starts every process: process
 // tools, run_command and the commands of MCP servers alike.
 //
-//   - The process leads a process group of its own and has no controlling
-//     terminal (the init gives it up; without the init, a session of its
-//     own): it cannot read or write the terminal lathe runs in, and a Ctrl-C
-//     meant for lathe does not reach it.
+//   - The process leads a session of its own, and so a process group of its
+//     own, and has no controlling terminal: it cannot read or write the
+//     terminal lathe runs in, and a Ctrl-C meant for lathe does not reach it.
 //   - It is supervised (by the sandbox's init: see package sandbox): what it
 //     starts ends when it ends, even what left its group or session, and
 //     everything ends when lathe does, however lathe ends.

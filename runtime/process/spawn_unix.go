@@ -20,14 +20,12 @@ const (
 	sigKill = syscall.SIGKILL
 )
 
-// prepare sets cmd up to start without a terminal in a process group of its
-// own, supervised or sandboxed; *cleanup is set to what undoes the sandbox.
+// prepare sets cmd up to start in a session of its own, supervised or
+// sandboxed; *cleanup is set to what undoes the sandbox.
 func prepare(cmd *exec.Cmd, box func(*exec.Cmd) (func(), error), cleanup *func()) error {
 	// A session of its own: no controlling terminal, and its own process
-	// group, which the signals address. This covers the systems where the
-	// sandbox and the supervisor do nothing; where lathe's init starts the
-	// process, they make it a process group of lathe's session instead,
-	// and the init gives the terminal up.
+	// group, which the signals address. The sandbox and the supervisor set
+	// the same; this covers the systems where they do nothing.
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

@@ -7,7 +7,8 @@
 //	e.Register(t)
 //
 // so it starts, confines, stops and reaps its processes as every process
-// lathe starts does ([process.Start]): its own process group, no terminal, SIGTERM and then, after a grace period, the end of
+// lathe starts does ([process.Start]): its own session and process group,
+// no terminal, SIGTERM and then, after a grace period, the end of
 // everything it started (even what left its group), nothing left behind
 // after the call or after lathe. Each run has a private HOME, never the
 // workspace, so that the caches of Go, npm and the like do not land in the
