@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 
-	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/tool"
 )
 
@@ -26,18 +25,13 @@ func followed[T any](ctx context.Context, s *server, sess *session, do func(cont
 	if hooks.Log == nil && hooks.LogLevel == "" {
 		return do(ctx)
 	}
-	defer s.holdLevel(ctx, sess, hooks.LogLevel)()
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	id, err := s.trackTurn(ctx, &inflight{ctx: rctx, hooks: hooks, cancel: cancel, session: lathe.SessionFrom(ctx),
-		plain: true})
+	rctx, _, end, err := s.begin(ctx, sess, &inflight{hooks: hooks, plain: true})
 	if err != nil {
 		var zero T
 		return zero, err
 	}
 	answered := false
-	defer func() { s.untrack(id, answered) }()
-	rctx = context.WithValue(rctx, inflightKey{}, id)
+	defer func() { end(answered) }()
 	res, err := do(rctx)
 	answered = rctx.Err() == nil
 	// The log messages sent before the answer reach the client before

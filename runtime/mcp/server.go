@@ -673,12 +673,7 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 		return nil, err
 	}
 	hooks := tool.HooksFrom(ctx)
-	// The level the caller names, on a server that takes no level per request (logging.go).
-	defer s.holdLevel(ctx, sess, hooks.LogLevel)()
-	callCtx, cancelCall := context.WithCancel(ctx)
-	defer cancelCall()
-	id, err := s.trackTurn(ctx, &inflight{ctx: callCtx, hooks: hooks, answers: c.Answers, cancel: cancelCall,
-		session: lathe.SessionFrom(ctx)})
+	callCtx, id, end, err := s.begin(ctx, sess, &inflight{hooks: hooks, answers: c.Answers})
 	if err != nil {
 		// The call's deadline or cancellation came while it waited for
 		// its turn (turns.go).
@@ -687,8 +682,7 @@ func (s *server) call(ctx context.Context, def *tool.Definition, upstream string
 	// A call that ends without the server's answer (cancelled, timed out,
 	// ended with a question) may still be worked on by the server.
 	answered := false
-	defer func() { s.untrack(id, answered) }()
-	callCtx = context.WithValue(callCtx, inflightKey{}, id)
+	defer func() { end(answered) }()
 
 	args := json.RawMessage(c.Arguments)
 	if len(args) == 0 {
@@ -844,6 +838,30 @@ func (s *server) caller(ctx context.Context) (uint64, *inflight) {
 		return id, f
 	}
 	return 0, nil
+}
+
+// begin puts f, a request of a client to s (a call, or one followed as a
+// call is: follow.go), in flight: it holds the log level f's hooks name on
+// a server that takes no level per request (logging.go), waits for the
+// request's turn (turns.go) and tracks it. It returns the context to make
+// the request with, which names it (inflightKey) and which end cancels,
+// the request's id, and end, to be called once the request is done with
+// whether the server answered it.
+func (s *server) begin(ctx context.Context, sess *session, f *inflight) (context.Context, uint64, func(answered bool), error) {
+	release := s.holdLevel(ctx, sess, f.hooks.LogLevel)
+	rctx, cancel := context.WithCancel(ctx)
+	f.ctx, f.cancel, f.session = rctx, cancel, lathe.SessionFrom(ctx)
+	id, err := s.trackTurn(ctx, f)
+	if err != nil {
+		cancel()
+		release()
+		return nil, 0, nil, err
+	}
+	return context.WithValue(rctx, inflightKey{}, id), id, func(answered bool) {
+		s.untrack(id, answered)
+		cancel()
+		release()
+	}, nil
 }
 
 // untrack ends a call; answered says the server answered it.
