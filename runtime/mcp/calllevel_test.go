@@ -51,12 +51,10 @@ func levelUpstream26(t *testing.T) (url string, levels func() []string) {
 // offers elicitation (its call runs by rounds).
 func TestCallLevelReachesUpstream2026(t *testing.T) {
 	url, levels := levelUpstream26(t)
-	e := lathe.New(lathe.Options{Timeout: 20 * time.Second})
-	t.Cleanup(func() { e.Close() })
+	e, pool := open(t, mcp.Options{}, mcp.Config{Name: "up", URL: url})
+	ts := serveFace(t, e, pool)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	pool := openPool(t, ctx, e, mcp.Config{Name: "up", URL: url})
-	ts := serveFace(t, e, pool)
 
 	for _, asks := range []bool{false, true} {
 		for _, c := range []struct {
@@ -142,17 +140,6 @@ func TestCallLevelRaisesUpstream2025(t *testing.T) {
 	if n := count("info"); n != 5 {
 		t.Fatalf("a call at level info got %d of 5 info messages", n)
 	}
-}
-
-// openPool opens the servers of cfgs for e, until the test ends.
-func openPool(t *testing.T, ctx context.Context, e *lathe.Engine, cfgs ...mcp.Config) *mcp.Pool {
-	t.Helper()
-	pool, err := mcp.Open(ctx, e, cfgs, mcp.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	return pool
 }
 
 // serveFace serves lathe's MCP face over streamable HTTP, e's tools and

@@ -6,13 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/lathe-tools/lathe"
 	"github.com/lathe-tools/lathe/runtime/mcp"
 	"github.com/lathe-tools/lathe/server"
 )
@@ -94,12 +95,11 @@ func (x *texts) all() []string {
 // chattyFace serves lathe's MCP face over streamable HTTP, until the test
 // ends, with a chattyUpstream (of MCP 2026-07-28 when stateless is set) as
 // its one upstream, "up".
-func chattyFace(t *testing.T, ctx context.Context, stateless bool) (ts *httptest.Server, levels func() []string) {
+func chattyFace(t *testing.T, stateless bool) (ts *httptest.Server, levels func() []string) {
 	t.Helper()
 	url, levels := chattyUpstream(t, stateless)
-	e := lathe.New(lathe.Options{Timeout: 20 * time.Second})
-	t.Cleanup(func() { e.Close() })
-	return serveFace(t, e, openPool(t, ctx, e, mcp.Config{Name: "up", URL: url})), levels
+	e, pool := open(t, mcp.Options{}, mcp.Config{Name: "up", URL: url})
+	return serveFace(t, e, pool), levels
 }
 
 // logClient connects a go-sdk client of version to lathe's face at ts; got
@@ -179,7 +179,7 @@ var followedRequests = []struct {
 func TestRequestLevelReachesUpstream2026(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ts, levels := chattyFace(t, ctx, true)
+	ts, levels := chattyFace(t, true)
 
 	for _, r := range followedRequests {
 		for _, level := range []string{"", "warning", "debug"} {
@@ -219,7 +219,7 @@ func TestRequestLevelReachesUpstream2026(t *testing.T) {
 func TestRequestLogsReachTheirClientAlone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ts, _ := chattyFace(t, ctx, false)
+	ts, _ := chattyFace(t, false)
 	a, gotA := logClient(t, ctx, ts, "2025-11-25", nil)
 	b, gotB := logClient(t, ctx, ts, "2025-11-25", nil)
 	for _, cs := range []*sdk.ClientSession{a, b} {
@@ -254,18 +254,18 @@ func TestRequestLogsReachTheirClientAlone(t *testing.T) {
 func TestElicitationDuringReadRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ts, _ := chattyFace(t, ctx, false)
-	asked := false
+	ts, _ := chattyFace(t, false)
+	var asked atomic.Bool
 	cs, _ := logClient(t, ctx, ts, "2025-11-25", &sdk.ClientOptions{
 		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-			asked = true
+			asked.Store(true)
 			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": "this"}}, nil
 		}})
 	r, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "test://asks"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := r.Contents[0].Text; asked || text == "answered" || len(text) < len("refused: ") || text[:len("refused: ")] != "refused: " {
-		t.Fatalf("the read's elicitation: %q (the client was asked: %v)", text, asked)
+	if text := r.Contents[0].Text; asked.Load() || text == "answered" || !strings.HasPrefix(text, "refused: ") {
+		t.Fatalf("the read's elicitation: %q (the client was asked: %v)", text, asked.Load())
 	}
 }

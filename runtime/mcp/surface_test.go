@@ -29,26 +29,17 @@ func surfaceServer(t *testing.T, name string) mcp.Config {
 }
 
 // logCounter collects the log messages a call's hooks receive.
-type logCounter struct {
-	mu   sync.Mutex
-	data []string
-}
+type logCounter struct{ texts }
 
 func (c *logCounter) hooks() tool.Hooks {
 	return tool.Hooks{Log: func(m tool.LogMessage) {
 		var s string
 		json.Unmarshal(m.Data, &s)
-		c.mu.Lock()
-		c.data = append(c.data, s)
-		c.mu.Unlock()
+		c.add(s)
 	}}
 }
 
-func (c *logCounter) got() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.data)
-}
+func (c *logCounter) got() []string { return c.all() }
 
 // TestLogsNoneLost: every log message an upstream server sends during a
 // call reaches that call's hooks before the call returns, in order, for

@@ -140,15 +140,13 @@ func newUpstream26(t *testing.T) *upstream26 {
 // that cancels its call has the upstream's call cancelled.
 func TestUpstream2026HTTP(t *testing.T) {
 	u := newUpstream26(t)
-	e := lathe.New(lathe.Options{Timeout: 20 * time.Second})
-	t.Cleanup(func() { e.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	taskURL, taskMethods := taskUpstream26(t)
 	// The upstream's log level is configured: a client of 2026-07-28
 	// names a level in each request's _meta, which reaches lathe's face
 	// but not the level lathe asks of its upstreams.
-	pool := openPool(t, ctx, e, mcp.Config{Name: "up", URL: u.url, LogLevel: "info"}, mcp.Config{Name: "tk", URL: taskURL})
+	e, pool := open(t, mcp.Options{}, mcp.Config{Name: "up", URL: u.url, LogLevel: "info"}, mcp.Config{Name: "tk", URL: taskURL})
 	ts := serveFace(t, e, pool)
 
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
@@ -368,11 +366,7 @@ func taskUpstream26(t *testing.T) (url string, methods func() []string) {
 // and each answer decides its own call.
 func TestUpstream2026HTTPTwoClients(t *testing.T) {
 	u := newUpstream26(t)
-	e := lathe.New(lathe.Options{Timeout: 20 * time.Second})
-	t.Cleanup(func() { e.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pool := openPool(t, ctx, e, mcp.Config{Name: "up", URL: u.url})
+	e, pool := open(t, mcp.Options{}, mcp.Config{Name: "up", URL: u.url})
 	ts := serveFace(t, e, pool)
 	seen := &shown{}
 	clients := map[string]string{"alice": "2025-11-25", "bob": "2026-07-28"}
