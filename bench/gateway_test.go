@@ -436,27 +436,26 @@ func childrenSwitches(p *os.Process) int {
 	if p == nil {
 		return 0
 	}
-	n := 0
-	for _, pid := range descendants(p.Pid) {
-		n += threadSwitches(pid)
-	}
-	return n
+	return switchesOf(descendants(p.Pid))
 }
 
-// threadSwitches returns the context switches, voluntary and not, that the
-// threads of process pid have made so far (0 once it has ended).
-func threadSwitches(pid int) int {
+// switchesOf returns the context switches, voluntary and not, that the
+// threads of the processes pids have made so far (none for those that
+// have ended).
+func switchesOf(pids []int) int {
 	n := 0
-	threads, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
-	for _, t := range threads {
-		data, err := os.ReadFile(t)
-		if err != nil {
-			continue // the thread has ended
-		}
-		for line := range strings.Lines(string(data)) {
-			if _, v, ok := strings.Cut(line, "voluntary_ctxt_switches:"); ok {
-				c, _ := strconv.Atoi(strings.TrimSpace(v))
-				n += c
+	for _, pid := range pids {
+		threads, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+		for _, t := range threads {
+			data, err := os.ReadFile(t)
+			if err != nil {
+				continue // the thread has ended
+			}
+			for line := range strings.Lines(string(data)) {
+				if _, v, ok := strings.Cut(line, "voluntary_ctxt_switches:"); ok {
+					c, _ := strconv.Atoi(strings.TrimSpace(v))
+					n += c
+				}
 			}
 		}
 	}
@@ -489,8 +488,14 @@ func childrenCPU(b *testing.B, p *os.Process) time.Duration {
 	if p == nil {
 		return 0
 	}
+	return cpuOf(b, descendants(p.Pid))
+}
+
+// cpuOf returns the processor time the processes pids have used so far
+// (see procCPU).
+func cpuOf(b *testing.B, pids []int) time.Duration {
 	var sum time.Duration
-	for _, pid := range descendants(p.Pid) {
+	for _, pid := range pids {
 		sum += procCPU(b, &os.Process{Pid: pid})
 	}
 	return sum

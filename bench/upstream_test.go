@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -99,19 +100,6 @@ func BenchmarkUpstream(b *testing.B) {
 			}
 		}
 	}
-	cpuOf := func(pids []int) (d time.Duration) {
-		for _, pid := range pids {
-			d += procCPU(b, &os.Process{Pid: pid})
-		}
-		return d
-	}
-	switchesOf := func(pids []int) (n int) {
-		for _, pid := range pids {
-			n += threadSwitches(pid)
-		}
-		return n
-	}
-
 	const rounds = 10
 	per := max(inFlight, b.N/rounds)
 	b.ResetTimer()
@@ -119,7 +107,7 @@ func BenchmarkUpstream(b *testing.B) {
 		for i := range sides {
 			s := sides[(r+i)%len(sides)]
 			runtime.GC()
-			c0, w0, m0 := cpuOf(s.pids), switchesOf(s.pids), selfCPU()
+			c0, w0, m0 := cpuOf(b, s.pids), switchesOf(s.pids), selfCPU()
 			t0 := time.Now()
 			var left atomic.Int64
 			left.Store(int64(per))
@@ -140,7 +128,7 @@ func BenchmarkUpstream(b *testing.B) {
 				b.Fatalf("%s: %v", s.name, err)
 			}
 			s.wall += time.Since(t0)
-			s.cpu += cpuOf(s.pids) - c0
+			s.cpu += cpuOf(b, s.pids) - c0
 			s.sw += switchesOf(s.pids) - w0
 			s.self += selfCPU() - m0
 			s.calls += per
@@ -165,13 +153,14 @@ func BenchmarkUpstream(b *testing.B) {
 
 // pipeClient is the least an MCP client over stdio can do: each caller
 // writes its request whole and waits; one reader hands each answer to the
-// caller of its id.
+// caller of its id, and when the server's output ends, ends every wait.
 type pipeClient struct {
 	in   io.WriteCloser
 	wmu  sync.Mutex // one request is written at a time
 	mu   sync.Mutex
 	next int64
-	wait map[int64]chan struct{}
+	wait map[int64]chan bool // true once answered; closed when the output ends
+	done bool                // the server's output has ended
 }
 
 // startPipe starts cmd, an MCP server over stdio, and initializes it.
@@ -188,7 +177,7 @@ func startPipe(cmd *exec.Cmd) (*pipeClient, error) {
 		return nil, err
 	}
 	go cmd.Wait()
-	c := &pipeClient{in: in, wait: map[int64]chan struct{}{}}
+	c := &pipeClient{in: in, wait: map[int64]chan bool{}}
 	r := bufio.NewReader(out)
 	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`+"\n"); err != nil {
 		return nil, err
@@ -203,7 +192,7 @@ func startPipe(cmd *exec.Cmd) (*pipeClient, error) {
 		for {
 			line, err := r.ReadSlice('\n')
 			if err != nil {
-				return
+				break
 			}
 			id, ok := answerID(line)
 			if !ok {
@@ -214,9 +203,16 @@ func startPipe(cmd *exec.Cmd) (*pipeClient, error) {
 			delete(c.wait, id)
 			c.mu.Unlock()
 			if ch != nil {
-				close(ch)
+				ch <- true
 			}
 		}
+		c.mu.Lock()
+		c.done = true
+		for id, ch := range c.wait {
+			close(ch)
+			delete(c.wait, id)
+		}
+		c.mu.Unlock()
 	}()
 	return c, nil
 }
@@ -237,8 +233,12 @@ func answerID(line []byte) (int64, bool) {
 }
 
 func (c *pipeClient) call() error {
-	ch := make(chan struct{})
+	ch := make(chan bool, 1)
 	c.mu.Lock()
+	if c.done {
+		c.mu.Unlock()
+		return errors.New("the server's output has ended")
+	}
 	c.next++
 	id := c.next
 	c.wait[id] = ch
@@ -250,12 +250,10 @@ func (c *pipeClient) call() error {
 	if err != nil {
 		return err
 	}
-	select {
-	case <-ch:
-		return nil
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("no answer to call %d in 30 s", id)
+	if !<-ch {
+		return fmt.Errorf("the server's output ended before its answer to call %d", id)
 	}
+	return nil
 }
 
 func (c *pipeClient) close() { c.in.Close() }
