@@ -155,19 +155,16 @@ func (s *server) background(p *sdk.LoggingMessageParams) {
 	s.mu.Lock()
 	busy := len(s.inflight) > 0
 	now := time.Now()
-	var lingering []string
-	for sid, until := range s.ended {
-		if now.Before(until) {
-			lingering = append(lingering, sid)
-		}
-	}
+	s.answered.prune(now)
+	s.abandoned.prune(now)
+	sid, ended := lingering(&s.answered, &s.abandoned)
 	s.mu.Unlock()
-	if busy || len(lingering) > 1 {
+	if busy || ended > 1 {
 		return
 	}
 	n := Notice{Kind: NoticeLog, Server: s.cfg.Name, Log: p}
-	if len(lingering) == 1 && lingering[0] != "" {
-		n.Session = lingering[0]
+	if ended == 1 {
+		n.Session = sid
 	}
 	s.pool.notify(n)
 }

@@ -86,11 +86,12 @@ type server struct {
 	tools      []upTool
 	inflight   map[uint64]*inflight
 	nextID     uint64
-	// ended holds, for each session with a call that ended lately, until
-	// when its calls still count (see lingerAnswered); abandoned, the same
-	// for calls the server did not answer.
-	ended      map[string]time.Time
-	abandoned  map[string]time.Time
+	// answered holds the sessions with a call the server answered lately
+	// (lingerAnswered), abandoned those with one it did not answer
+	// (lingerAbandoned); a session with a call that ended lately is in
+	// either.
+	answered   lingerSet
+	abandoned  lingerSet
 	refreshing bool
 	again      bool
 	// surfCached is the server's surface as the cache holds it (or as it
@@ -775,17 +776,10 @@ func (s *server) track(f *inflight) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	for sid, until := range s.ended {
-		if now.After(until) {
-			delete(s.ended, sid)
-		}
-	}
-	for sid, until := range s.abandoned {
-		if now.After(until) {
-			delete(s.abandoned, sid)
-		} else if sid != f.session {
-			f.shared = true
-		}
+	s.answered.prune(now)
+	s.abandoned.prune(now)
+	if s.abandoned.others(f.session) {
+		f.shared = true
 	}
 	for _, g := range s.inflight {
 		if g.session != f.session {
@@ -866,11 +860,6 @@ func (s *server) begin(ctx context.Context, sess *session, f *inflight) (context
 
 // untrack ends a call; answered says the server answered it.
 func (s *server) untrack(id uint64, answered bool) {
-	linger := lingerAbandoned
-	if answered {
-		linger = lingerAnswered
-	}
-	until := time.Now().Add(linger)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.inflight[id]
@@ -879,14 +868,12 @@ func (s *server) untrack(id uint64, answered bool) {
 		return
 	}
 	s.nextTurnLocked() // turns.go
-	if s.ended == nil {
-		s.ended, s.abandoned = map[string]time.Time{}, map[string]time.Time{}
-	}
-	if until.After(s.ended[f.session]) {
-		s.ended[f.session] = until
-	}
-	if !answered && until.After(s.abandoned[f.session]) {
-		s.abandoned[f.session] = until
+	// The time is taken under the lock, so that each set's entries come in
+	// the order they expire.
+	if answered {
+		s.answered.add(f.session, time.Now().Add(lingerAnswered))
+	} else {
+		s.abandoned.add(f.session, time.Now().Add(lingerAbandoned))
 	}
 }
 

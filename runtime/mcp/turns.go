@@ -200,14 +200,16 @@ func (s *server) attribute(ctx context.Context, has func(tool.Hooks) bool) (_ co
 		}
 		running := len(clients)
 		var expiry time.Time
-		for sid, until := range s.abandoned {
-			if until.After(now) && !clients[sid] {
+		s.abandoned.prune(now)
+		s.abandoned.each(func(sid string, until time.Time) bool {
+			if !clients[sid] {
 				clients[sid] = true
-				if expiry.IsZero() || until.Before(expiry) {
-					expiry = until
+				if expiry.IsZero() {
+					expiry = until // the soonest: each goes by expiry
 				}
 			}
-		}
+			return true
+		})
 		if task, _ := ctx.Value(relatedTask{}).(string); task != "" {
 			// The question names a task: its call is one that may
 			// become a task and whose answer lathe has not read yet, and
