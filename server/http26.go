@@ -15,6 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lathe-tools/lathe/internal/mcpconv"
 )
 
 // Clients of MCP 2026-07-28 over streamable HTTP.
@@ -210,7 +212,7 @@ func (s *Server) serveCall26(w http.ResponseWriter, r *http.Request, m message) 
 		Params: &sdk.CallToolParamsRaw{Name: name, Arguments: args, Meta: meta, InputResponses: inputs, RequestState: state},
 		Extra:  &sdk.RequestExtra{Header: r.Header}}
 	var res *sdk.CallToolResult
-	if caps := req.ClientCapabilities(); state == "" && (caps == nil || caps.Elicitation == nil && caps.Sampling == nil) {
+	if caps, ok := asksNothing(meta); state == "" && ok {
 		// A client that can be asked nothing: its call cannot wait
 		// between rounds (what it would ask ends as a question nobody
 		// can answer, as in rounds), so it runs here, on the request's
@@ -222,6 +224,12 @@ func (s *Server) serveCall26(w http.ResponseWriter, r *http.Request, m message) 
 	var body []byte
 	if err == nil && res == nil {
 		res = &sdk.CallToolResult{}
+	}
+	if err == nil && res.RequestState == "" {
+		if b, ok := completeAnswer(m["id"], res); ok {
+			out.answer(b)
+			return true
+		}
 	}
 	if err == nil {
 		input := len(res.InputRequests) > 0
@@ -249,6 +257,44 @@ func (s *Server) serveCall26(w http.ResponseWriter, r *http.Request, m message) 
 	}
 	out.answer(encodeResponse(m["id"], body, rpcErr))
 	return true
+}
+
+// asksNothing reports whether the capabilities a request of MCP 2026-07-28
+// declares in its _meta offer neither elicitation nor sampling, and
+// returns them for the call's hooks, which look at those two alone. It
+// reads the _meta as decoded from JSON; what it cannot read there (no
+// capabilities, a value of another shape) it reports false for, and the
+// SDK's reading decides.
+func asksNothing(meta sdk.Meta) (*sdk.ClientCapabilities, bool) {
+	caps, ok := meta[sdk.MetaKeyClientCapabilities].(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	if caps["elicitation"] != nil || caps["sampling"] != nil {
+		return nil, false
+	}
+	return &sdk.ClientCapabilities{}, true
+}
+
+// completeAnswer is the JSON-RPC response of MCP 2026-07-28 to the
+// tools/call id that ended with res, complete (no input requests, no
+// request state): the bytes json.Marshal gives res, with "resultType"
+// first. It reports false for a result mcpconv.AppendCallToolResult does
+// not write, which the caller encodes with json.Marshal.
+func completeAnswer(id json.RawMessage, res *sdk.CallToolResult) ([]byte, bool) {
+	if res.Content == nil && res.InputRequests == nil {
+		res.Content = []sdk.Content{}
+	}
+	const head = `,"result":{"resultType":"complete",`
+	b := append(append(append(make([]byte, 0, len(responseHead)+len(id)+len(head)+128), responseHead...), id...), head...)
+	open := len(b)
+	b, ok := mcpconv.AppendCallToolResult(b, res)
+	if !ok {
+		return nil, false
+	}
+	// The result's own '{': the object opened before "resultType".
+	b = append(b[:open], b[open+1:]...)
+	return append(b, '}'), true
 }
 
 // client26 names the client of a request of MCP 2026-07-28 for the bounds
