@@ -207,7 +207,10 @@ func (s *Server) serveCall26(w http.ResponseWriter, r *http.Request, m message) 
 		fc.session = s.newSessionID()
 		s.mu.Unlock()
 	}
-	ctx = logLevel26{context.WithValue(context.WithValue(ctx, callKey{}, fc), roundKey{}, client26(r, meta))}
+	// The client the call counts against, named when a bound of the
+	// rounds needs it: a call that can be asked nothing never does.
+	client := func() string { return client26(r, meta) }
+	ctx = logLevel26{context.WithValue(context.WithValue(ctx, callKey{}, fc), roundKey{}, client)}
 	req := &sdk.CallToolRequest{Session: ws.ss,
 		Params: &sdk.CallToolParamsRaw{Name: name, Arguments: args, Meta: meta, InputResponses: inputs, RequestState: state},
 		Extra:  &sdk.RequestExtra{Header: r.Header}}

@@ -295,14 +295,14 @@ func (r *rounds) forget(rd *round) {
 }
 
 // roundKey carries, in the context of a call of MCP 2026-07-28 over HTTP,
-// the client it counts against (http26.go).
+// the function that names the client it counts against (http26.go).
 type roundKey struct{}
 
 // roundClient names the client of a call for the bounds of RoundOptions:
-// its session, or what serveCall26 found for a call that has none.
+// its session, or what serveCall26 finds for a call that has none.
 func (s *Server) roundClient(ctx context.Context, ss *sdk.ServerSession) string {
-	if c, ok := ctx.Value(roundKey{}).(string); ok {
-		return c
+	if c, ok := ctx.Value(roundKey{}).(func() string); ok {
+		return c()
 	}
 	return s.sessionID(ss)
 }
