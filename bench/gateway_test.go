@@ -52,6 +52,11 @@ const latheBinEnv = "LATHE_BENCH_LATHE"
 // minutes apart on a shared machine do not.
 const latheBaseEnv = "LATHE_BENCH_BASE"
 
+// sharedSessionEnv names the variable that, set to 1, starts the gateways
+// of BenchmarkGateway in the benchmark's own session, with their clients,
+// instead of each in a session of its own.
+const sharedSessionEnv = "LATHE_BENCH_SHARED_SESSION"
+
 // benchToken is the bearer token the clients of both lathe and mcp-proxy
 // send, and both gateways check: lathe's HTTP face takes no call without
 // one, and a gateway left open to every local user would not be the same
@@ -611,7 +616,14 @@ func startServer(b *testing.B, cmd *exec.Cmd, name string, ready func(string) (s
 	// cleanup: the gateway is killed with it, and its upstream, whose
 	// input then closes, ends too. The signal is tied to the thread that
 	// starts the process, which Go ends only under LockOSThread.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	//
+	// The gateway runs in a session of its own, as a service or a program
+	// started in a terminal of its own does, apart from its clients: where
+	// the kernel shares the processors between sessions (autogroup), the
+	// clients, all in this process, would otherwise share the gateway's
+	// scheduling group, which no client of a gateway does.
+	// LATHE_BENCH_SHARED_SESSION=1 leaves it in this process's session.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: os.Getenv(sharedSessionEnv) != "1"}
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("starting %s: %v", name, err)
 	}
