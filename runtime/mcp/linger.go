@@ -13,11 +13,14 @@ import "time"
 // queued in the order they were added, which must be the order they expire
 // in (one linger for a set, times taken under the server's lock); a session
 // added again leaves its older entry in the queue, stale, skipped when it
-// comes up.
+// comes up. Stale entries are dropped once they outnumber the sessions,
+// so that a session whose calls end one after another (a client cancelling
+// calls as fast as it makes them) keeps the queue no longer than the set.
 type lingerSet struct {
 	until map[string]time.Time // each live session's expiry
 	queue []lingerEntry        // oldest first, from head
 	head  int
+	stale int // entries in the queue that a later one of their session replaced
 }
 
 type lingerEntry struct {
@@ -31,8 +34,26 @@ func (l *lingerSet) add(session string, until time.Time) {
 	if l.until == nil {
 		l.until = map[string]time.Time{}
 	}
+	if _, ok := l.until[session]; ok {
+		l.stale++
+	}
 	l.until[session] = until
 	l.queue = append(l.queue, lingerEntry{session, until})
+	if l.stale > len(l.until)+64 {
+		l.dropStale()
+	}
+}
+
+// dropStale keeps, of the queue, the entries of live sessions.
+func (l *lingerSet) dropStale() {
+	live := l.queue[:0]
+	for _, e := range l.queue[l.head:] {
+		if u, ok := l.until[e.session]; ok && u.Equal(e.until) {
+			live = append(live, e)
+		}
+	}
+	clear(l.queue[len(live):])
+	l.queue, l.head, l.stale = live, 0, 0
 }
 
 // prune forgets the sessions whose time is up at now.
@@ -43,6 +64,8 @@ func (l *lingerSet) prune(now time.Time) {
 		l.head++
 		if u, ok := l.until[e.session]; ok && u.Equal(e.until) {
 			delete(l.until, e.session)
+		} else {
+			l.stale--
 		}
 	}
 	switch {

@@ -87,6 +87,38 @@ func TestLingerSetForgetsABurst(t *testing.T) {
 	}
 }
 
+// One session whose calls end one after another, as fast as a client can
+// cancel them: the queue holds no more than a few entries per session.
+func TestLingerSetOneSessionAgainAndAgain(t *testing.T) {
+	t0 := time.Now()
+	l := lingerSet{}
+	for i := range 100000 {
+		l.add("alice", t0.Add(30*time.Second+time.Duration(i)*time.Microsecond))
+		if i%7 == 0 {
+			l.add("bob", t0.Add(30*time.Second+time.Duration(i)*time.Microsecond))
+		}
+	}
+	if l.size() != 2 {
+		t.Fatalf("%d sessions, want alice and bob", l.size())
+	}
+	if n := len(l.queue) - l.head; n > 2*2+65 {
+		t.Fatalf("the queue holds %d entries for 2 sessions", n)
+	}
+	// Their last entries are the ones that count.
+	var seen []string
+	l.each(func(s string, until time.Time) bool {
+		seen = append(seen, s)
+		return true
+	})
+	if len(seen) != 2 {
+		t.Fatalf("each gave %v, want each session once", seen)
+	}
+	l.prune(t0.Add(30*time.Second + 99999*time.Microsecond))
+	if l.size() != 0 {
+		t.Fatalf("after the last expiry: %d sessions", l.size())
+	}
+}
+
 func TestLingering(t *testing.T) {
 	now := time.Now()
 	set := func(sessions ...string) *lingerSet {
