@@ -393,9 +393,13 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, ws *webSessio
 	}
 	var meta sdk.Meta
 	if raw := p["_meta"]; len(raw) > 0 && string(raw) != "null" {
-		if json.Unmarshal(raw, &meta) != nil {
+		// A variable of its own, which json.Unmarshal makes escape: a
+		// call without _meta allocates none.
+		var m sdk.Meta
+		if json.Unmarshal(raw, &m) != nil {
 			return false
 		}
+		meta = m
 		for k := range meta {
 			// MCP 2026-07-28's own keys, and lathe's: a task asked for
 			// ("lathe/task", moved there by readBody) is the SDK's to serve.

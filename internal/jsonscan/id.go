@@ -69,9 +69,13 @@ func MembersKnown(b []byte, i int, known []string, f func(key string, vs, ve int
 		}
 		var key string
 		if raw := b[i+1 : ke-1]; bytes.IndexByte(raw, '\\') >= 0 {
-			if json.Unmarshal(b[i:ke], &key) != nil {
+			// A variable of its own, which json.Unmarshal makes escape:
+			// key would be allocated for every member.
+			var escaped string
+			if json.Unmarshal(b[i:ke], &escaped) != nil {
 				return 0, ErrSyntax
 			}
+			key = escaped
 		} else {
 			key = knownKey(raw, known)
 		}
