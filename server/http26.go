@@ -15,8 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/lathe-tools/lathe/internal/mcpconv"
 )
 
 // Clients of MCP 2026-07-28 over streamable HTTP.
@@ -282,22 +280,13 @@ func asksNothing(meta sdk.Meta) (*sdk.ClientCapabilities, bool) {
 // completeAnswer is the JSON-RPC response of MCP 2026-07-28 to the
 // tools/call id that ended with res, complete (no input requests, no
 // request state): the bytes json.Marshal gives res, with "resultType"
-// first. It reports false for a result mcpconv.AppendCallToolResult does
-// not write, which the caller encodes with json.Marshal.
+// first. It reports false for a result resultAnswer does not write, which
+// the caller encodes with json.Marshal.
 func completeAnswer(id json.RawMessage, res *sdk.CallToolResult) ([]byte, bool) {
 	if res.Content == nil && res.InputRequests == nil {
 		res.Content = []sdk.Content{}
 	}
-	const head = `,"result":{"resultType":"complete",`
-	b := append(append(append(make([]byte, 0, len(responseHead)+len(id)+len(head)+128), responseHead...), id...), head...)
-	open := len(b)
-	b, ok := mcpconv.AppendCallToolResult(b, res)
-	if !ok {
-		return nil, false
-	}
-	// The result's own '{': the object opened before "resultType".
-	b = append(b[:open], b[open+1:]...)
-	return append(b, '}'), true
+	return resultAnswer(id, res, `"resultType":"complete",`)
 }
 
 // client26 names the client of a request of MCP 2026-07-28 for the bounds

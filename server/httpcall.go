@@ -480,15 +480,8 @@ func answerOf(id json.RawMessage, res *sdk.CallToolResult, err error) []byte {
 		if res.Content == nil {
 			res.Content = []sdk.Content{}
 		}
-		size := len(responseHead) + len(id) + len(`,"result":{"content":[]}}`)
-		for _, c := range res.Content {
-			if t, ok := c.(*sdk.TextContent); ok && t != nil {
-				size += len(`{"type":"text","text":""},`) + len(t.Text)
-			}
-		}
-		b := append(append(append(make([]byte, 0, size), responseHead...), id...), `,"result":`...)
-		if b, ok := mcpconv.AppendCallToolResult(b, res); ok {
-			return append(b, '}')
+		if b, ok := resultAnswer(id, res, ""); ok {
+			return b
 		}
 		body, err = json.Marshal(res)
 	}
@@ -497,6 +490,29 @@ func answerOf(id json.RawMessage, res *sdk.CallToolResult, err error) []byte {
 		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
 	return encodeResponse(id, body, rpcErr)
+}
+
+// resultAnswer is the JSON-RPC response to the request id with the
+// result res, written straight (mcpconv.AppendCallToolResult), the bytes
+// json.Marshal gives, with first, members of the caller's ending in a
+// comma, ahead of the result's own; false for a result of another shape,
+// which the caller encodes with json.Marshal.
+func resultAnswer(id json.RawMessage, res *sdk.CallToolResult, first string) ([]byte, bool) {
+	size := len(responseHead) + len(id) + len(`,"result":{"content":[]}}`) + len(first)
+	for _, c := range res.Content {
+		if t, ok := c.(*sdk.TextContent); ok && t != nil {
+			size += len(`{"type":"text","text":""},`) + len(t.Text)
+		}
+	}
+	b := append(append(append(append(make([]byte, 0, size), responseHead...), id...), `,"result":{`...), first...)
+	open := len(b)
+	b, ok := mcpconv.AppendCallToolResult(b, res)
+	if !ok {
+		return nil, false
+	}
+	// The result's own '{': the object is open already.
+	b = append(b[:open], b[open+1:]...)
+	return append(b, '}'), true
 }
 
 // responseHead begins every JSON-RPC response, up to its id.
