@@ -154,9 +154,7 @@ func (sess *session) settle(ctx context.Context) {
 func (s *server) background(p *sdk.LoggingMessageParams) {
 	s.mu.Lock()
 	busy := len(s.inflight) > 0
-	now := time.Now()
-	s.answered.prune(now)
-	s.abandoned.prune(now)
+	s.pruneEndedLocked(time.Now())
 	sid, ended := lingering(&s.answered, &s.abandoned)
 	s.mu.Unlock()
 	if busy || ended > 1 {

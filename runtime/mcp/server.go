@@ -775,9 +775,7 @@ func progressToken(id uint64) string { return "lathe-" + strconv.FormatUint(id, 
 func (s *server) track(f *inflight) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
-	s.answered.prune(now)
-	s.abandoned.prune(now)
+	s.pruneEndedLocked(time.Now())
 	if s.abandoned.others(f.session) {
 		f.shared = true
 	}
@@ -856,6 +854,13 @@ func (s *server) begin(ctx context.Context, sess *session, f *inflight) (context
 		cancel()
 		release()
 	}, nil
+}
+
+// pruneEndedLocked forgets the sessions whose calls' linger is over at
+// now. s.mu is held.
+func (s *server) pruneEndedLocked(now time.Time) {
+	s.answered.prune(now)
+	s.abandoned.prune(now)
 }
 
 // untrack ends a call; answered says the server answered it.
