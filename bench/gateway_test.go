@@ -52,6 +52,11 @@ const latheBinEnv = "LATHE_BENCH_LATHE"
 // minutes apart on a shared machine do not.
 const latheBaseEnv = "LATHE_BENCH_BASE"
 
+// baseAuditEnv names the variable that, set to "off", runs lathe-base with
+// its audit log off ([audit] enable = false): the same binary as lathe, so
+// measured, says what the audit log costs the gateway in the same rounds.
+const baseAuditEnv = "LATHE_BENCH_BASE_AUDIT"
+
 // sharedSessionEnv names the variable that, set to 1, starts the gateways
 // of BenchmarkGateway in the benchmark's own session, with their clients,
 // instead of each in a session of its own.
@@ -199,13 +204,21 @@ func BenchmarkGateway(b *testing.B) {
 			b.Fatalf("building lathe: %v\n%s", err, out)
 		}
 	}
-	lathe, err := startLathe(b, "lathe", bin, filepath.Join(dir, "lathe-run"), self)
+	lathe, err := startLathe(b, "lathe", bin, filepath.Join(dir, "lathe-run"), self, true)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var base *gatewaySide
 	if bin := os.Getenv(latheBaseEnv); bin != "" {
-		if base, err = startLathe(b, "lathe-base", bin, filepath.Join(dir, "base-run"), self); err != nil {
+		audited := true
+		switch v := os.Getenv(baseAuditEnv); v {
+		case "", "on":
+		case "off":
+			audited = false
+		default:
+			b.Fatalf("%s=%q: want on or off", baseAuditEnv, v)
+		}
+		if base, err = startLathe(b, "lathe-base", bin, filepath.Join(dir, "base-run"), self, audited); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -543,8 +556,9 @@ const clientVersionEnv = "LATHE_BENCH_CLIENT_VERSION"
 // startLathe serves the upstream over HTTP with the lathe binary bin, as
 // the side called name, in a workspace and configuration of its own under
 // dir. The configuration is the user's file (which needs no trust), with
-// the audit log at its default place in the workspace, on.
-func startLathe(b *testing.B, name, bin, dir, self string) (*gatewaySide, error) {
+// the audit log at its default place in the workspace, on unless audited
+// is false.
+func startLathe(b *testing.B, name, bin, dir, self string, audited bool) (*gatewaySide, error) {
 	ws, cfg, state := filepath.Join(dir, "ws"), filepath.Join(dir, "config"), filepath.Join(dir, "state")
 	for _, d := range []string{ws, filepath.Join(cfg, "lathe"), state} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -559,6 +573,9 @@ env = { %s = "echo" }
 tool = "up__echo"
 approval = "allow"
 `, self, upstreamEnv)
+	if !audited {
+		conf += "\n[audit]\nenable = false\n"
+	}
 	if err := os.WriteFile(filepath.Join(cfg, "lathe", "config.toml"), []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
@@ -570,6 +587,9 @@ approval = "allow"
 		return nil, err
 	}
 	side := httpSide(name, "up__echo", addr, httpClient("Authorization", "Bearer "+benchToken), cmd.Process)
+	if !audited {
+		return side, nil
+	}
 	side.check = func(calls int) error {
 		// The audit log must hold a finished record of every call timed.
 		// This process sees them once lathe's writer has committed them,
