@@ -504,14 +504,16 @@ func resultAnswer(id json.RawMessage, res *sdk.CallToolResult, first string) ([]
 			size += len(`{"type":"text","text":""},`) + len(t.Text)
 		}
 	}
-	b := append(append(append(append(make([]byte, 0, size), responseHead...), id...), `,"result":{`...), first...)
+	b := append(append(append(make([]byte, 0, size), responseHead...), id...), `,"result":`...)
 	open := len(b)
 	b, ok := mcpconv.AppendCallToolResult(b, res)
 	if !ok {
 		return nil, false
 	}
-	// The result's own '{': the object is open already.
-	b = append(b[:open], b[open+1:]...)
+	if first != "" {
+		// Inside the result's object, ahead of its members.
+		b = slices.Insert(b, open+1, []byte(first)...)
+	}
 	return append(b, '}'), true
 }
 
