@@ -20,7 +20,6 @@ type lingerSet struct {
 	until map[string]time.Time // each live session's expiry
 	queue []lingerEntry        // oldest first, from head
 	head  int
-	stale int // entries in the queue that a later one of their session replaced
 }
 
 type lingerEntry struct {
@@ -34,15 +33,16 @@ func (l *lingerSet) add(session string, until time.Time) {
 	if l.until == nil {
 		l.until = map[string]time.Time{}
 	}
-	if _, ok := l.until[session]; ok {
-		l.stale++
-	}
 	l.until[session] = until
 	l.queue = append(l.queue, lingerEntry{session, until})
-	if l.stale > len(l.until)+64 {
+	if l.stale() > len(l.until)+64 {
 		l.dropStale()
 	}
 }
+
+// stale is how many entries of the queue a later one of their session
+// replaced: each session in the set has one live entry, its latest.
+func (l *lingerSet) stale() int { return len(l.queue) - l.head - len(l.until) }
 
 // dropStale keeps, of the queue, the entries of live sessions.
 func (l *lingerSet) dropStale() {
@@ -53,7 +53,7 @@ func (l *lingerSet) dropStale() {
 		}
 	}
 	clear(l.queue[len(live):])
-	l.queue, l.head, l.stale = live, 0, 0
+	l.queue, l.head = live, 0
 }
 
 // prune forgets the sessions whose time is up at now.
@@ -64,8 +64,6 @@ func (l *lingerSet) prune(now time.Time) {
 		l.head++
 		if u, ok := l.until[e.session]; ok && u.Equal(e.until) {
 			delete(l.until, e.session)
-		} else {
-			l.stale--
 		}
 	}
 	switch {
