@@ -153,22 +153,24 @@ func (c *directConn) call(ctx context.Context, params *sdk.CallToolParams) (*sdk
 		}
 		return nil, fmt.Errorf("%w: writing the call: %v", sdk.ErrConnectionClosed, err)
 	}
+	ended, aborted := ends(ctx)
 	select {
 	case r := <-ch:
 		if r.Error != nil {
 			return nil, r.Error
 		}
 		return decodeResult(r.Result)
-	case <-ctx.Done():
-		forget()
-		// Off the caller's path: a server that does not read its input
-		// must not hold the call past its own end.
-		go c.cancelled(id, ctx.Err())
-		return nil, ctx.Err()
 	case <-c.done:
 		forget()
 		return nil, fmt.Errorf("%w: %v", sdk.ErrConnectionClosed, c.err)
+	case <-ended:
+	case <-aborted:
 	}
+	forget()
+	// Off the caller's path: a server that does not read its input must
+	// not hold the call past its own end.
+	go c.cancelled(id, ctx.Err())
+	return nil, ctx.Err()
 }
 
 // cancelled tells the server that the call id is cancelled.

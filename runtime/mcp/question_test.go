@@ -122,8 +122,8 @@ func TestCallerNeedsAttribution(t *testing.T) {
 func TestClaimantNeedsAttribution(t *testing.T) {
 	elicitor := func(context.Context, *tool.ElicitRequest) (*tool.ElicitResult, error) { return nil, nil }
 	hasElicit := func(h tool.Hooks) bool { return h.Elicit != nil }
-	asker := &inflight{ctx: context.Background()}
-	other := &inflight{ctx: context.Background(), hooks: tool.Hooks{Elicit: elicitor}}
+	asker := &inflight{ctx: newCallCtx(context.Background())}
+	other := &inflight{ctx: newCallCtx(context.Background()), hooks: tool.Hooks{Elicit: elicitor}}
 	s := &server{pool: &Pool{}, inflight: map[uint64]*inflight{1: asker, 2: other}}
 	for name, ctx := range map[string]context.Context{
 		"for the call without hooks": context.WithValue(context.Background(), inflightKey{}, uint64(1)),

@@ -133,12 +133,12 @@ type session struct {
 // inflight is a call under way, found by the handlers of requests and
 // notifications the server sends while it runs.
 type inflight struct {
-	ctx     context.Context
-	hooks   tool.Hooks
-	answers map[string]any // the call's answers to questions it asked before
-	// cancel ends the call's tools/call once the call has a question to
-	// end with; question is that question (guarded by server.mu).
-	cancel   context.CancelFunc
+	// ctx is the context its request is made with; its abort ends the
+	// request once the call has a question to end with, question (guarded
+	// by server.mu).
+	ctx      *callCtx
+	hooks    tool.Hooks
+	answers  map[string]any // the call's answers to questions it asked before
 	question *tool.Question
 	// session is the caller's session ([lathe.SessionFrom]); shared says
 	// a call of another session was in flight with this one, or one the
@@ -785,6 +785,10 @@ func (s *server) track(f *inflight) uint64 {
 		}
 	}
 	s.nextID++
+	if f.ctx != nil {
+		// Before f is in flight, where others find it (under s.mu).
+		f.ctx.id = s.nextID
+	}
 	s.inflight[s.nextID] = f
 	return s.nextID
 }
@@ -841,17 +845,15 @@ func (s *server) caller(ctx context.Context) (uint64, *inflight) {
 // whether the server answered it.
 func (s *server) begin(ctx context.Context, sess *session, f *inflight) (context.Context, uint64, func(answered bool), error) {
 	release := s.holdLevel(ctx, sess, f.hooks.LogLevel)
-	rctx, cancel := context.WithCancel(ctx)
-	f.ctx, f.cancel, f.session = rctx, cancel, lathe.SessionFrom(ctx)
+	f.ctx, f.session = newCallCtx(ctx), lathe.SessionFrom(ctx)
 	id, err := s.trackTurn(ctx, f)
 	if err != nil {
-		cancel()
 		release()
 		return nil, 0, nil, err
 	}
-	return context.WithValue(rctx, inflightKey{}, id), id, func(answered bool) {
+	return f.ctx, id, func(answered bool) {
 		s.untrack(id, answered)
-		cancel()
+		f.ctx.release()
 		release()
 	}, nil
 }
@@ -993,7 +995,7 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 			f.question = q
 		}
 		s.mu.Unlock()
-		f.cancel()
+		f.ctx.abort()
 		return nil, errors.New("the call ends with a question to its caller; it runs again with the answer")
 	}
 	res, err := h.Elicit(hctx, r)
