@@ -212,21 +212,6 @@ type stateKey struct{}
 func (t *Telemetry) callStage(next lathe.Handler) lathe.Handler {
 	return func(ctx context.Context, inv *lathe.Invocation) (*tool.Outcome, error) {
 		start := time.Now()
-		in, inbound := lathe.InboundFrom(ctx)
-		if inbound && trace.SpanContextFromContext(ctx).IsValid() {
-			// A call a tool made, within its own call's span: the client's
-			// request was the enclosing call's, not this one's.
-			inbound = false
-		}
-		kind := trace.SpanKindInternal
-		if inbound {
-			kind = trace.SpanKindServer
-			// A client's trace context makes the call its child.
-			if in.Trace.Parent != "" {
-				c := traceCarrier(in.Trace)
-				ctx = t.prop.Extract(ctx, &c)
-			}
-		}
 		measuring := t.callDuration.Enabled(ctx)
 		if t.untraced && !measuring {
 			// Nobody would see what the stages find out: the call runs as
@@ -235,8 +220,9 @@ func (t *Telemetry) callStage(next lathe.Handler) lathe.Handler {
 		}
 		name := clip(inv.Call.Name, 256)
 		sctx, span := ctx, trace.SpanFromContext(context.Background()) // a no-op span
+		method := ""
 		if !t.untraced {
-			sctx, span = t.tracer.Start(ctx, "execute_tool "+name, trace.WithSpanKind(kind), trace.WithTimestamp(start))
+			sctx, span, method = t.startCallSpan(ctx, name, start)
 		}
 		st := &callState{span: span, ctx: sctx, decision: DecisionNone, recording: span.IsRecording()}
 		if !st.recording && !measuring {
@@ -248,8 +234,8 @@ func (t *Telemetry) callStage(next lathe.Handler) lathe.Handler {
 			if inv.Call.ID != "" {
 				attrs = append(attrs, keyToolCallID.String(clip(inv.Call.ID, 256)))
 			}
-			if inbound && in.Method != "" {
-				attrs = append(attrs, keyMCPMethod.String(in.Method))
+			if method != "" {
+				attrs = append(attrs, keyMCPMethod.String(method))
 			}
 			if s := lathe.SessionFrom(ctx); s != "" {
 				attrs = append(attrs, keyMCPSession.String(clip(s, 256)))
@@ -285,7 +271,11 @@ func (t *Telemetry) callStage(next lathe.Handler) lathe.Handler {
 				}
 			}
 		}
-		span.End(trace.WithTimestamp(end))
+		if st.recording {
+			span.End(trace.WithTimestamp(end))
+		} else if !t.untraced {
+			span.End()
+		}
 		if measuring {
 			toolName := unknownTool
 			if inv.Tool != nil {
@@ -295,7 +285,12 @@ func (t *Telemetry) callStage(next lathe.Handler) lathe.Handler {
 			if failed {
 				errType = outcome
 			}
-			t.callDuration.Record(context.WithoutCancel(ctx), end.Sub(start).Seconds(),
+			// The context gives an exemplar its trace, when there is one.
+			mctx := context.Background()
+			if !t.untraced {
+				mctx = context.WithoutCancel(sctx)
+			}
+			t.callDuration.Record(mctx, end.Sub(start).Seconds(),
 				t.sets.get(seriesKey{toolName, outcome, st.decision, errType}))
 		}
 		return out, err
@@ -310,6 +305,33 @@ func withoutState(ctx context.Context) context.Context {
 		return context.WithValue(ctx, stateKey{}, (*callState)(nil))
 	}
 	return ctx
+}
+
+// startCallSpan starts the call's span: a server span when a client's
+// request is the call, a child of the client's trace context when the
+// request carries one, and returns the request's MCP method then; an
+// internal span for a call a tool made within its own call's span.
+func (t *Telemetry) startCallSpan(ctx context.Context, name string, start time.Time) (context.Context, trace.Span, string) {
+	in, inbound := lathe.InboundFrom(ctx)
+	if inbound && trace.SpanContextFromContext(ctx).IsValid() {
+		// A call a tool made, within its own call's span: the client's
+		// request was the enclosing call's, not this one's.
+		inbound = false
+	}
+	kind := trace.SpanKindInternal
+	if inbound {
+		kind = trace.SpanKindServer
+		// A client's trace context makes the call its child.
+		if in.Trace.Parent != "" {
+			c := traceCarrier(in.Trace)
+			ctx = t.prop.Extract(ctx, &c)
+		}
+	}
+	sctx, span := t.tracer.Start(ctx, "execute_tool "+name, trace.WithSpanKind(kind), trace.WithTimestamp(start))
+	if !inbound {
+		return sctx, span, ""
+	}
+	return sctx, span, in.Method
 }
 
 // seriesKey names one series of the calls' metric.
