@@ -432,9 +432,10 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, ws *webSessio
 		return false
 	}
 
+	// The session's end reaches the call through ws.calls (clientSession.end),
+	// not a registration with the session's context.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	defer cs.onEnd(cancel)()
 	ws.mu.Lock()
 	if _, dup := ws.calls[key]; dup || ws.ended {
 		ws.mu.Unlock()

@@ -157,6 +157,32 @@ type clientSession struct {
 	web *webSession
 }
 
+// end ends the session: its context, and with it every call, approval and
+// question of the session's that registered there, and the tools/calls in
+// flight on the HTTP face's own path, which register with web instead
+// (httpcall.go: cheaper on the path of each call than a registration with
+// ctx). A call that comes after finds web ended and is not served there.
+func (cs *clientSession) end() {
+	cs.cancel()
+	w := cs.web
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.ended = true
+	if w.idle != nil {
+		w.idle.Stop()
+	}
+	calls := make([]context.CancelFunc, 0, len(w.calls))
+	for _, cancel := range w.calls {
+		calls = append(calls, cancel)
+	}
+	w.mu.Unlock()
+	for _, cancel := range calls {
+		cancel()
+	}
+}
+
 // onEnd arranges for cancel to run when cs ends, and returns what stops
 // that. When cs has ended already cancel runs at once, before onEnd
 // returns: context.AfterFunc would run it a moment later from a goroutine
@@ -258,7 +284,7 @@ func (s *Server) track(ss *sdk.ServerSession) {
 				idle := web.busy == 0 && !web.ended
 				web.mu.Unlock()
 				if idle {
-					cs.cancel()
+					cs.end()
 					ss.Close()
 				}
 			})
@@ -266,15 +292,7 @@ func (s *Server) track(ss *sdk.ServerSession) {
 	}
 	s.wg.Go(func() {
 		ss.Wait()
-		cs.cancel()
-		if w := cs.web; w != nil {
-			w.mu.Lock()
-			w.ended = true
-			if w.idle != nil {
-				w.idle.Stop()
-			}
-			w.mu.Unlock()
-		}
+		cs.end()
 		s.mu.Lock()
 		delete(s.sessions, ss)
 		if httpID != "" && s.byHTTPID[httpID] == cs {
@@ -318,7 +336,7 @@ func (s *Server) endHTTPSession(id string) {
 	cs := s.byHTTPID[id]
 	s.mu.Unlock()
 	if cs != nil {
-		cs.cancel()
+		cs.end()
 	}
 }
 
@@ -333,7 +351,7 @@ func (s *Server) Close() error {
 	s.sessions = nil
 	s.mu.Unlock()
 	for _, cs := range sessions {
-		cs.cancel()
+		cs.end()
 	}
 	for ss := range sessions {
 		ss.Close()
@@ -713,7 +731,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	}
 	// The SDK closes a session only once its requests in flight are done:
 	// they are ended first.
-	s.session(ss).cancel()
+	s.session(ss).end()
 	ss.Close()
 	<-ended
 	return nil
