@@ -130,7 +130,7 @@ func TestUnansweredApprovalEndsWithTheCall(t *testing.T) {
 	e, finished := waitingEngine(t, 300*time.Millisecond)
 	srv := server.New(e, server.Options{})
 	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{Token: "t"}))
-	t.Cleanup(ts.Close)
+	t.Cleanup(func() { within(t, 10*time.Second, "closing the test server", ts.Close) })
 	t.Cleanup(func() { closeBounded(t, srv) })
 	cs, asked := silentClient(t, ts.URL+server.Path)
 	var r *sdk.CallToolResult
@@ -160,7 +160,7 @@ func TestClosingASessionEndsItsCalls(t *testing.T) {
 			e, finished := waitingEngine(t, time.Hour)
 			srv := server.New(e, server.Options{})
 			ts := httptest.NewServer(srv.Handler(server.HTTPOptions{Token: "t"}))
-			t.Cleanup(ts.Close)
+			t.Cleanup(func() { within(t, 10*time.Second, "closing the test server", ts.Close) })
 			t.Cleanup(func() { closeBounded(t, srv) })
 
 			// One client closes its session.
@@ -228,7 +228,7 @@ func TestUnansweredQuestionEndsWithTheCall(t *testing.T) {
 	e, _ := waitingEngine(t, 300*time.Millisecond)
 	srv := server.New(e, server.Options{})
 	ts := httptest.NewServer(srv.Handler(server.HTTPOptions{Token: "t"}))
-	t.Cleanup(ts.Close)
+	t.Cleanup(func() { within(t, 10*time.Second, "closing the test server", ts.Close) })
 	t.Cleanup(func() { closeBounded(t, srv) })
 	cs, asked := silentClient(t, ts.URL+server.Path)
 	var r *sdk.CallToolResult
