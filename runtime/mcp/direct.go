@@ -55,7 +55,7 @@ func (t *directTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &directConn{Connection: c, waiting: map[int64]chan *jsonrpc.Response{}, done: make(chan struct{})}
+	d := &directConn{Connection: c, waiting: map[int64]chan *jsonrpc.Response{}}
 	t.made(d)
 	return d, nil
 }
@@ -68,8 +68,9 @@ type directConn struct {
 	mu      sync.Mutex
 	next    int64
 	waiting map[int64]chan *jsonrpc.Response // calls awaiting their answer, by id
-	err     error                            // why reading ended; set once, with done closed
-	done    chan struct{}
+	// err is why reading ended; set once, when the calls waiting are
+	// sent nil for their answer.
+	err error
 }
 
 // Read passes on what the server sends, but for the answers to the direct
@@ -109,7 +110,12 @@ func (c *directConn) fail(err error) {
 		return
 	}
 	c.err = err
-	close(c.done)
+	// The calls waiting learn it from their answer's channel, which they
+	// wait on anyway: one channel fewer in each call's wait.
+	for id, ch := range c.waiting {
+		ch <- nil // buffered, and sent nothing else: it is still waiting
+		delete(c.waiting, id)
+	}
 }
 
 func (c *directConn) Close() error {
@@ -156,13 +162,17 @@ func (c *directConn) call(ctx context.Context, params *sdk.CallToolParams) (*sdk
 	ended, aborted := ends(ctx)
 	select {
 	case r := <-ch:
+		if r == nil {
+			// fail: the server's output is over.
+			c.mu.Lock()
+			err := c.err
+			c.mu.Unlock()
+			return nil, fmt.Errorf("%w: %v", sdk.ErrConnectionClosed, err)
+		}
 		if r.Error != nil {
 			return nil, r.Error
 		}
 		return decodeResult(r.Result)
-	case <-c.done:
-		forget()
-		return nil, fmt.Errorf("%w: %v", sdk.ErrConnectionClosed, c.err)
 	case <-ended:
 	case <-aborted:
 	}
