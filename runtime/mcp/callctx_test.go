@@ -11,6 +11,17 @@ import (
 
 type otherKey struct{}
 
+// waitEnd fails the test unless ch closes within 10 s; what says what
+// failed to end.
+func waitEnd(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal(what)
+	}
+}
+
 func closed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
@@ -104,16 +115,8 @@ func TestCallCtxDerived(t *testing.T) {
 	ran := make(chan struct{})
 	context.AfterFunc(c, func() { close(ran) })
 	c.abort()
-	select {
-	case <-child.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("a derived context outlived the abort")
-	}
-	select {
-	case <-ran:
-	case <-time.After(10 * time.Second):
-		t.Fatal("an AfterFunc did not run at the abort")
-	}
+	waitEnd(t, child.Done(), "a derived context outlived the abort")
+	waitEnd(t, ran, "an AfterFunc did not run at the abort")
 	cancel()
 
 	parent, cancel = context.WithCancel(context.Background())
@@ -121,11 +124,7 @@ func TestCallCtxDerived(t *testing.T) {
 	child, stop = context.WithCancel(c)
 	defer stop()
 	cancel()
-	select {
-	case <-child.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("a derived context outlived the parent")
-	}
+	waitEnd(t, child.Done(), "a derived context outlived the parent")
 }
 
 // TestCallCtxRelease: once the request is over, the context is ended,
@@ -138,11 +137,7 @@ func TestCallCtxRelease(t *testing.T) {
 	if !closed(c.Done()) || c.Err() == nil {
 		t.Fatalf("after release: Done closed %v, Err %v", closed(c.Done()), c.Err())
 	}
-	select {
-	case <-child.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("a derived context outlived the request")
-	}
+	waitEnd(t, child.Done(), "a derived context outlived the request")
 }
 
 // TestCallCtxDerivedNoGoroutine: contexts derived from it register with it,
