@@ -271,10 +271,10 @@ func (t *Telemetry) callStage(next lathe.Handler) lathe.Handler {
 				}
 			}
 		}
-		if st.recording {
+		if !t.untraced {
+			// Without a tracer the span is the no-op one: nothing to end,
+			// nor a timestamp option to allocate for it.
 			span.End(trace.WithTimestamp(end))
-		} else if !t.untraced {
-			span.End()
 		}
 		if measuring {
 			toolName := unknownTool
