@@ -88,7 +88,8 @@ const insertSQL = ` INTO calls (id, call_id, parent, time_ns, tool, arguments, s
 	server, decision, decided_by, reason, outcome, duration_ns, result_bytes, operations_dropped)
 	VALUES ` + insertRow
 
-const insertRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const insertRow = `(?, ifnull(?, ''), ?, ?, ?, ifnull(?, ''), ?, ?, ?, ifnull(?, ''), ifnull(?, ''), ifnull(?, ''),
+	ifnull(?, ''), ifnull(?, ''), ifnull(?, ''), ifnull(?, ''), ?, ?, ?)`
 
 // insertRows is how many rows one INSERT of a batch writes: a statement
 // costs the driver more than a row, as for operations (opRows).
@@ -236,12 +237,23 @@ func rowValues(nv []driver.NamedValue, e *entry) []driver.NamedValue {
 	if e.finish != nil {
 		f, status = e.finish, StatusDone
 	}
-	for _, v := range [...]driver.Value{e.id, r.CallID, r.Parent, r.Time.UnixNano(), r.Tool, r.Arguments, status,
-		int64(r.ArgsBytes), int64(r.PID), r.Session, r.Kind, r.Server, f.Decision, f.DecidedBy, f.Reason, f.Outcome,
-		int64(f.Duration), int64(f.ResultBytes), int64(f.OperationsDropped)} {
+	for _, v := range [...]driver.Value{e.id, text(r.CallID), r.Parent, r.Time.UnixNano(), r.Tool, text(r.Arguments),
+		status, int64(r.ArgsBytes), int64(r.PID), text(r.Session), text(r.Kind), text(r.Server), text(f.Decision),
+		text(f.DecidedBy), text(f.Reason), text(f.Outcome), int64(f.Duration), int64(f.ResultBytes),
+		int64(f.OperationsDropped)} {
 		nv = append(nv, driver.NamedValue{Ordinal: len(nv) + 1, Value: v})
 	}
 	return nv
+}
+
+// text is s as a row's value: nil when s is empty, which insertRow's
+// ifnull stores as an empty text. The driver copies each text value into memory of
+// SQLite's and unbinds it after the statement; a NULL costs neither.
+func text(s string) driver.Value {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 // rowArgs appends the values of e's row, started or finished, as insertRow
