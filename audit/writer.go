@@ -247,8 +247,9 @@ func rowValues(nv []driver.NamedValue, e *entry) []driver.NamedValue {
 }
 
 // text is s as a row's value: nil when s is empty, which insertRow's
-// ifnull stores as an empty text. The driver copies each text value into memory of
-// SQLite's and unbinds it after the statement; a NULL costs neither.
+// ifnull stores as an empty text. The driver copies each text value into
+// memory of SQLite's and unbinds it after the statement; a NULL costs
+// neither.
 func text(s string) driver.Value {
 	if s == "" {
 		return nil
